@@ -1,0 +1,48 @@
+# pyopenib — the two commands of the README contract: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_TEST := $(VENV)/.installed-test
+STAMP_BENCH := $(VENV)/.installed-bench
+
+.PHONY: demo test lint bench clean openmpi
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(STAMP_BENCH): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+# Debian's Open MPI is the reference for the differential tests (ompi_info, its INI file).
+openmpi:
+	@command -v ompi_info >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin >/dev/null; \
+	  else echo "ompi_info not found and cannot install openmpi-bin: differential tests will be skipped"; fi; }
+
+demo: $(STAMP_BASE)
+	$(VENV)/bin/pyopenib demo
+
+lint: $(STAMP_TEST)
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
+
+test: $(STAMP_TEST) openmpi lint
+	$(PY) -m pytest
+
+bench: $(STAMP_BENCH)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,200 @@
+"""The discrete-event kernel: an integer-picosecond clock and one event heap.
+
+Semantics (what the rest of the project may rely on):
+
+* Time is an ``int`` number of picoseconds; ``Simulator.now`` never goes backwards.
+* ``schedule(delay, fn, *args)`` runs ``fn(*args)`` at ``now + delay``. Callbacks due at the
+  same instant run in the order they were scheduled (FIFO by a sequence number), so a run
+  is a pure function of its inputs and of the oracle's answers at the choice points.
+  Races that real hardware has at one instant are modelled explicitly by the layers above
+  through ``choose``/``duration``; the kernel itself never reorders.
+* ``run(until=None, max_events=None)`` executes events until the heap is empty, the next
+  event lies beyond ``until`` (the clock is then advanced to ``until``) or ``max_events``
+  callbacks ran. It returns the number of callbacks executed.
+* Processes are greenlets (``spawn``): rank programs and test drivers written as blocking
+  code. Inside one, ``sleep(d)`` and ``wait(event)`` block; hardware uses plain callbacks.
+* An exception raised by a callback or a process propagates out of ``run``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from heapq import heappop, heappush
+
+from greenlet import getcurrent, greenlet
+
+from .choice import NominalOracle, Oracle, RandomOracle
+from .events import Event
+from .trace import Tracer
+
+__all__ = ["Simulator", "Process", "Timer"]
+
+PS_PER_NS = 1_000
+PS_PER_US = 1_000_000
+PS_PER_S = 1_000_000_000_000
+
+
+def _cancelled(*_args):
+    """Stands in for the callback of a cancelled timer (the heap entry stays)."""
+
+
+class Timer(list):
+    """A heap entry ``[time, seq, fn, args]``; ``cancel()`` makes it a no-op.
+
+    Being the heap entry itself, a timer costs no extra allocation; the run loop needs no
+    "is it cancelled?" test because a cancelled entry simply calls a no-op.
+    """
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        self[2] = _cancelled
+        self[3] = ()
+
+    @property
+    def when(self) -> int:
+        return self[0]
+
+    @property
+    def cancelled(self) -> bool:
+        return self[2] is _cancelled
+
+
+class Process(Event):
+    """A greenlet process; as an ``Event`` it triggers with the function's return value."""
+
+    __slots__ = ("name", "_greenlet", "_fn", "_args")
+
+    def __init__(self, sim: Simulator, name: str, fn, args):
+        super().__init__(sim)
+        self.name = name
+        self._greenlet = greenlet(self._body, parent=sim._loop)
+        self._fn = fn
+        self._args = args
+
+    def _body(self):
+        value = self._fn(*self._args)
+        self._fn = self._args = None
+        self.succeed(value)
+
+    def __repr__(self) -> str:
+        return f"<Process {self.name} {'done' if self.triggered else 'alive'}>"
+
+
+class Simulator:
+    """Deterministic discrete-event simulator (see the module docstring for semantics)."""
+
+    def __init__(self, seed: int = 0, oracle: Oracle | None = None, tracer: Tracer | None = None):
+        self.now = 0
+        self.seed = seed
+        self.oracle = oracle if oracle is not None else NominalOracle()
+        self.tracer = tracer
+        if tracer is not None:
+            tracer.bind(self)
+        self.events_run = 0
+        self._heap: list = []
+        self._seq = 0
+        self._loop = getcurrent()
+        self._processes: list[Process] = []
+
+    # -- scheduling ---------------------------------------------------------------------
+    def schedule(self, delay: int, fn, *args) -> Timer:
+        """Run ``fn(*args)`` ``delay`` picoseconds from now; returns a cancellable timer."""
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        self._seq = seq = self._seq + 1
+        entry = Timer((self.now + delay, seq, fn, args))
+        heappush(self._heap, entry)
+        return entry
+
+    def schedule_at(self, when: int, fn, *args) -> Timer:
+        return self.schedule(when - self.now, fn, *args)
+
+    def peek(self) -> int | None:
+        """Time of the next pending event, or None when nothing is scheduled."""
+        heap = self._heap
+        while heap and heap[0][2] is _cancelled:
+            heappop(heap)
+        return heap[0][0] if heap else None
+
+    def run(self, until: int | None = None, max_events: int | None = None) -> int:
+        """Execute events; see the module docstring. Returns the callbacks executed."""
+        self._loop = getcurrent()
+        heap = self._heap
+        pop = heappop
+        limit = until if until is not None else 1 << 126
+        budget = max_events if max_events is not None else 1 << 62
+        ran = 0
+        while heap and ran < budget:
+            entry = heap[0]
+            when = entry[0]
+            if when > limit:
+                break
+            pop(heap)
+            self.now = when
+            entry[2](*entry[3])
+            ran += 1
+        if until is not None and (not heap or heap[0][0] > until) and self.now < until:
+            self.now = until
+        self.events_run += ran
+        return ran
+
+    # -- processes ----------------------------------------------------------------------
+    def spawn(self, fn, *args, name: str | None = None) -> Process:
+        """Start ``fn(*args)`` as a greenlet process at the current time."""
+        proc = Process(self, name or getattr(fn, "__name__", "process"), fn, args)
+        self._processes.append(proc)
+        self.schedule(0, proc._greenlet.switch)
+        return proc
+
+    def sleep(self, delay: int) -> None:
+        """Block the calling process for ``delay`` picoseconds."""
+        current = getcurrent()
+        if current is self._loop:
+            raise RuntimeError("sleep() called outside a process")
+        self.schedule(delay, current.switch)
+        self._loop.switch()
+
+    def wait(self, event: Event):
+        """Block the calling process until ``event`` triggers; returns its value."""
+        if event.triggered:
+            return event.value
+        current = getcurrent()
+        if current is self._loop:
+            raise RuntimeError("wait() called outside a process")
+        # Resume through the heap, never by switching from inside the triggering code:
+        # the process that triggered the event must keep running until it blocks.
+        event.callbacks.append(partial(self.schedule, 0, current.switch))
+        return self._loop.switch()
+
+    def event(self) -> Event:
+        return Event(self)
+
+    def timeout(self, delay: int, value=None) -> Event:
+        ev = Event(self)
+        self.schedule(delay, ev.succeed, value)
+        return ev
+
+    def blocked_processes(self) -> list[Process]:
+        """Processes that are alive and waiting (used for deadlock reports)."""
+        return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
+
+    # -- choice points ------------------------------------------------------------------
+    def choose(self, label: str, options):
+        """Pick one of ``options``; the oracle decides (index 0 is the nominal one)."""
+        n = len(options)
+        if n == 1:
+            return options[0]
+        return options[self.oracle.choose(label, n)]
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        """A duration inside a device's interval; the oracle decides, nominal by default."""
+        if lo == hi:
+            return nominal
+        return self.oracle.duration(label, lo, nominal, hi)
+
+
+def make_simulator(seed: int = 0, randomize: bool = False, tracer: Tracer | None = None):
+    """A simulator with the nominal oracle, or a seeded random one when ``randomize``."""
+    oracle = RandomOracle(seed) if randomize else NominalOracle()
+    return Simulator(seed=seed, oracle=oracle, tracer=tracer)

@@ -1,0 +1,96 @@
+"""Choice points: the only source of nondeterminism in a simulation.
+
+Every decision real hardware leaves open (a duration inside a device's interval, which of
+two racing operations a NIC serves first) is asked of an *oracle*. The nominal oracle
+always answers the first option (index 0 = the nominal value), the random oracle draws
+from a seeded generator, and the scripted oracle replays a recorded list of answers and
+records every choice point it saw with the number of alternatives — which is exactly
+what an exhaustive explorer needs to enumerate all executions (see ``check/``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+__all__ = ["Oracle", "NominalOracle", "RandomOracle", "ScriptedOracle", "ChoiceRecord"]
+
+
+def duration_options(lo: int, nominal: int, hi: int) -> tuple[int, ...]:
+    """The discrete alternatives of a duration for enumeration: nominal first, then the ends."""
+    if not lo <= nominal <= hi:
+        raise ValueError(f"duration interval not ordered: lo={lo} nominal={nominal} hi={hi}")
+    opts = [nominal]
+    for v in (lo, hi):
+        if v not in opts:
+            opts.append(v)
+    return tuple(opts)
+
+
+class Oracle:
+    """Answers choice points. Subclasses override ``choose``; ``duration`` maps onto it."""
+
+    def choose(self, label: str, n: int) -> int:
+        raise NotImplementedError
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        opts = duration_options(lo, nominal, hi)
+        return opts[self.choose(label, len(opts))] if len(opts) > 1 else nominal
+
+
+class NominalOracle(Oracle):
+    """Always the nominal option: the reference timing of every device model."""
+
+    def choose(self, label: str, n: int) -> int:
+        return 0
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        return nominal
+
+
+class RandomOracle(Oracle):
+    """Seeded random answers; durations are uniform integers over ``[lo, hi]``."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self._rng = random.Random(seed)
+
+    def choose(self, label: str, n: int) -> int:
+        return self._rng.randrange(n)
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        return self._rng.randint(lo, hi)
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceRecord:
+    label: str
+    options: int
+    chosen: int
+
+
+class ScriptedOracle(Oracle):
+    """Replays ``script`` (a list of option indices), then answers 0 (nominal).
+
+    ``trail`` lists every choice point met, in order, with how many alternatives it had
+    and what was chosen: the explorer backtracks over it.
+    """
+
+    def __init__(self, script=()):
+        self.script = list(script)
+        self.trail: list[ChoiceRecord] = []
+
+    def choose(self, label: str, n: int) -> int:
+        i = len(self.trail)
+        pick = self.script[i] if i < len(self.script) else 0
+        if pick >= n:
+            raise ValueError(
+                f"scripted choice #{i} ({label}) asks option {pick} of only {n}: "
+                "the replayed model diverged from the recorded one"
+            )
+        self.trail.append(ChoiceRecord(label, n, pick))
+        return pick
+
+    @property
+    def choices(self) -> list[int]:
+        return [r.chosen for r in self.trail]

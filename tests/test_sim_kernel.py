@@ -1,0 +1,140 @@
+"""The kernel's promises: integer time, FIFO at equal times, cancellable timers,
+greenlet processes that block, choice points that are the only nondeterminism."""
+
+import pytest
+
+from pyopenib.sim import NominalOracle, RandomOracle, ScriptedOracle, Simulator, Tracer
+
+
+def test_events_at_equal_times_run_in_scheduling_order():
+    sim = Simulator()
+    seen = []
+    for i in range(5):
+        sim.schedule(10, seen.append, i)
+    sim.schedule(5, seen.append, "early")
+    sim.run()
+    assert seen == ["early", 0, 1, 2, 3, 4]
+    assert sim.now == 10
+
+
+def test_cancelled_timer_never_fires():
+    sim = Simulator()
+    seen = []
+    t = sim.schedule(10, seen.append, "x")
+    sim.schedule(5, t.cancel)
+    sim.run()
+    assert seen == [] and t.cancelled
+
+
+def test_run_until_stops_before_later_events_and_advances_clock():
+    sim = Simulator()
+    seen = []
+    sim.schedule(100, seen.append, 1)
+    sim.schedule(300, seen.append, 2)
+    sim.run(until=200)
+    assert seen == [1] and sim.now == 200
+    sim.run()
+    assert seen == [1, 2] and sim.now == 300
+
+
+def test_max_events_bounds_a_run():
+    sim = Simulator()
+
+    def tick():
+        sim.schedule(1, tick)
+
+    sim.schedule(0, tick)
+    assert sim.run(max_events=50) == 50
+
+
+def test_negative_delay_is_refused():
+    with pytest.raises(ValueError):
+        Simulator().schedule(-1, print)
+
+
+def test_processes_sleep_and_wait_on_events():
+    sim = Simulator()
+    log = []
+    ev = sim.event()
+
+    def producer():
+        sim.sleep(1_000)
+        ev.succeed("hello")
+        return "produced"
+
+    def consumer():
+        value = sim.wait(ev)
+        log.append((sim.now, value))
+
+    p = sim.spawn(producer)
+    sim.spawn(consumer)
+    sim.run()
+    assert log == [(1_000, "hello")]
+    assert p.triggered and p.value == "produced"
+
+
+def test_process_exception_propagates_out_of_run():
+    sim = Simulator()
+
+    def boom():
+        sim.sleep(5)
+        raise KeyError("rank failed")
+
+    sim.spawn(boom)
+    with pytest.raises(KeyError):
+        sim.run()
+
+
+def test_blocked_processes_are_reported():
+    sim = Simulator()
+    never = sim.event()
+    sim.spawn(lambda: sim.wait(never), name="stuck")
+    sim.run()
+    assert [p.name for p in sim.blocked_processes()] == ["stuck"]
+
+
+def _toy_model(oracle, tracer=None):
+    sim = Simulator(oracle=oracle, tracer=tracer)
+    out = []
+
+    def fire(name):
+        out.append((sim.now, name))
+        if tracer is not None:
+            tracer.emit("toy", "fire", name)
+
+    sim.schedule(sim.duration("a", 10, 20, 30), fire, "a")
+    sim.schedule(sim.duration("b", 15, 20, 25), fire, "b")
+    first = sim.choose("who", ["x", "y"])
+    sim.schedule(20, fire, first)
+    sim.run()
+    return out
+
+
+def test_nominal_oracle_takes_nominal_durations():
+    assert _toy_model(NominalOracle()) == [(20, "a"), (20, "b"), (20, "x")]
+
+
+def test_same_seed_same_trace_digest():
+    digests = set()
+    for _ in range(3):
+        tr = Tracer()
+        _toy_model(RandomOracle(7), tr)
+        digests.add(tr.digest())
+    assert len(digests) == 1
+
+
+def test_scripted_oracle_enumerates_every_combination_exactly_once():
+    """Depth-first over the recorded trail: 3 * 3 * 2 executions, each seen once."""
+    seen = []
+    stack = [[]]
+    while stack:
+        prefix = stack.pop()
+        oracle = ScriptedOracle(prefix)
+        _toy_model(oracle)
+        seen.append(tuple(oracle.choices))
+        for i in range(len(oracle.trail) - 1, len(prefix) - 1, -1):
+            rec = oracle.trail[i]
+            for alt in range(1, rec.options):
+                stack.append(oracle.choices[:i] + [alt])
+    assert len(seen) == 18
+    assert len(set(seen)) == 18
