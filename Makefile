@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
+LINT_PATHS = $(wildcard src tests benchmarks examples)
 
 .PHONY: demo test lint bench clean openmpi
 
@@ -35,8 +36,8 @@ demo: $(STAMP_BASE)
 	$(VENV)/bin/pyopenib demo
 
 lint: $(STAMP_TEST)
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
 test: $(STAMP_TEST) openmpi lint
 	$(PY) -m pytest
