@@ -1,0 +1,113 @@
+"""What the PML may rely on from a BTL module (one module per MPI process).
+
+This mirrors Open MPI's ``mca_btl_base_module_t`` at the level ob1 uses it, in Python
+terms. The PML knows nothing about QPs, credits or devices: only "this BTL can send up to
+``eager_limit`` bytes in one active message and do RDMA put/get on registered memory".
+
+Threading model (MPI semantics, no background thread): nothing happens for a process
+unless its own rank greenlet calls ``progress()``. A rank that has nothing to do but wait
+calls ``wait_for_activity()``, which blocks the greenlet in simulated time until one of
+the process's completion queues has an entry (like ``ibv_get_cq_event``) and returns;
+then it calls ``progress()`` again.
+
+Callbacks (receive callbacks and ``on_complete``) run inside ``progress()`` on the rank's
+own greenlet; they must not block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+__all__ = ["BtlModule", "MemHandle", "RecvCallback", "TransportError"]
+
+RecvCallback = Callable[[int, memoryview], None]
+"""``callback(peer_rank, payload)``; the payload view is valid only during the call."""
+
+
+class TransportError(Exception):
+    """A fatal transport failure (iWARP TERMINATE, RNR/transport retries exceeded, flush).
+
+    Raised out of ``progress()``/``send()`` once the BTL has marked the endpoint FAILED;
+    ``report`` is the multi-line text Open MPI would print (device, QP index, peer,
+    work-completion status, simulated time, what the peer was doing).
+    """
+
+    def __init__(self, report: str, *, status: str, peer: int, qp_index: int, time_ps: int):
+        super().__init__(report)
+        self.report = report
+        self.status = status
+        self.peer = peer
+        self.qp_index = qp_index
+        self.time_ps = time_ps
+
+
+class MemHandle(Protocol):
+    """Registered memory: ``buffer`` is the numpy uint8 array; ``key`` goes to the peer."""
+
+    buffer: np.ndarray
+    key: int
+
+
+class BtlModule(Protocol):
+    rank: int
+    eager_limit: int
+    """Largest PML payload (bytes, PML header included) sent as one active message."""
+    max_send_size: int
+    """Largest fragment for pipelined sends."""
+    rndv_eager_limit: int
+    """Bytes carried by the first fragment of a rendezvous (RTS)."""
+
+    def register_recv(self, tag: int, callback: RecvCallback) -> None:
+        """Deliver active messages sent with ``tag`` (0 <= tag < 0x20) to ``callback``."""
+
+    def send(
+        self,
+        peer: int,
+        tag: int,
+        payload,
+        on_complete: Callable[[], None] | None = None,
+        high_priority: bool = False,
+    ) -> None:
+        """Send ``payload`` (bytes-like, len <= eager_limit / max_send_size) to ``peer``.
+
+        The bytes are copied before ``send`` returns (the caller may reuse its buffer).
+        Messages between two processes with the same size class arrive in order;
+        messages of different sizes may overtake each other (different QPs) — the PML
+        reorders by its own sequence numbers, as ob1 does. ``on_complete`` runs when
+        the local send completion is reaped.
+        """
+
+    def register_memory(self, buffer: np.ndarray) -> MemHandle: ...
+
+    def put(
+        self,
+        peer: int,
+        local: MemHandle,
+        local_offset: int,
+        remote_key: int,
+        remote_offset: int,
+        length: int,
+        on_complete: Callable[[], None],
+    ) -> None:
+        """RDMA write ``length`` bytes from local memory into the peer's registered memory."""
+
+    def get(
+        self,
+        peer: int,
+        local: MemHandle,
+        local_offset: int,
+        remote_key: int,
+        remote_offset: int,
+        length: int,
+        on_complete: Callable[[], None],
+    ) -> None:
+        """RDMA read ``length`` bytes of the peer's registered memory into local memory."""
+
+    def progress(self) -> int:
+        """Poll completions, run callbacks; returns how many events were handled."""
+
+    def wait_for_activity(self) -> None:
+        """Block the calling rank greenlet until a completion is pending (see module doc)."""
