@@ -1,0 +1,44 @@
+"""The kernel benchmark runs end to end on a tiny model (no timing is asserted)."""
+
+import importlib.util
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _run_all():
+    spec = importlib.util.spec_from_file_location(
+        "pyopenib_bench_run_all", BENCHMARKS / "run_all.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kernel_benchmark_reports_every_implementation_on_the_same_model():
+    kernel = _run_all().load("kernel")
+    out = io.StringIO()
+    results = kernel.main(round_trips=20, repeats=1, console=Console(file=out, width=120))
+    keys = {r.key for r in results}
+    expected = {"kernel-callbacks", "kernel-processes", "heapq"}
+    if importlib.util.find_spec("simpy") is not None:
+        expected |= {"simpy", "simpy-callbacks"}
+    assert keys == expected
+    for r in results:
+        assert r.label in out.getvalue()
+        assert r.end_ps == 2 * 20 * kernel.DELAY_PS
+        assert r.events >= 2 * 20 and r.best_s > 0
+    assert [name for name, _, _ in kernel.ratios(results)] == [
+        "kernel-callbacks / simpy",
+        "kernel-callbacks / heapq",
+    ]
+
+
+def test_run_all_lists_the_kernel_benchmark_first():
+    run_all = _run_all()
+    assert run_all.BENCHMARKS[0] == "kernel"
+    for name in run_all.BENCHMARKS:
+        assert (BENCHMARKS / f"{name}.py").is_file()
