@@ -1,0 +1,77 @@
+"""PML requests: what a send or a receive is waiting for, and its completion status.
+
+A request is complete when ``complete`` is true; the MPI layer polls it while it drives
+progress. ``label`` is the MPI call that created it (for deadlock reports).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ANY_SOURCE", "ANY_TAG", "PmlRequest", "RecvRequest", "SendRequest"]
+
+ANY_SOURCE = -1
+ANY_TAG = -1
+
+
+class PmlRequest:
+    __slots__ = ("id", "complete", "cancelled", "label")
+
+    def __init__(self, req_id: int, label: str):
+        self.id = req_id
+        self.complete = False
+        self.cancelled = False
+        self.label = label
+
+
+class SendRequest(PmlRequest):
+    """A send: eager ones complete at once (the BTL copied the bytes); rendezvous ones
+    (every synchronous send is one) when the receiver's ACK says all data is there or the
+    last RDMA write completed."""
+
+    __slots__ = ("peer", "data", "puts_left", "recv_id")
+
+    def __init__(self, req_id, label, peer: int, data: np.ndarray):
+        super().__init__(req_id, label)
+        self.peer = peer
+        self.data = data
+        self.puts_left = 0
+        self.recv_id = 0
+
+
+class RecvRequest(PmlRequest):
+    """A receive; after completion ``source``/``tag`` are the matched sender's (communicator
+    rank, tag), ``count`` the bytes stored and ``truncated`` whether more were sent than the
+    buffer holds. ``buffer`` None means "allocate at match time" (pickle receives):
+    ``data`` is then the whole message."""
+
+    __slots__ = (
+        "ctx",
+        "want_source",
+        "want_tag",
+        "buffer",
+        "source",
+        "tag",
+        "count",
+        "truncated",
+        "data",
+        "_target",
+    )
+
+    def __init__(self, req_id, label, ctx: int, source: int, tag: int, buffer):
+        super().__init__(req_id, label)
+        self.ctx = ctx
+        self.want_source = source
+        self.want_tag = tag
+        self.buffer = buffer
+        self.source = source
+        self.tag = tag
+        self.count = 0
+        self.truncated = False
+        self.data = None
+        self._target = None
+
+    def matches(self, source: int, tag: int) -> bool:
+        ws = self.want_source
+        wt = self.want_tag
+        return (ws == source or ws == ANY_SOURCE) and (wt == tag or (wt == ANY_TAG and tag >= 0))
