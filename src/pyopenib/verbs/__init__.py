@@ -1,0 +1,53 @@
+"""verbs — libibverbs semantics on the simulated hardware: device context, PD, MR, CQ,
+RC QP (RESET/INIT/RTR/RTS/ERROR), SRQ, work requests and completions. The API the BTL
+programs against; it knows nothing about credits."""
+
+from ..hw import (
+    Access,
+    AsyncEvent,
+    AsyncEventType,
+    QpState,
+    RecvWR,
+    SendFlags,
+    SendWR,
+    Sge,
+    WcOpcode,
+    WcStatus,
+    WorkCompletion,
+    WrOpcode,
+)
+from ._objects import (
+    CompletionQueue,
+    Context,
+    DeviceAttr,
+    MemoryRegion,
+    ProtectionDomain,
+    QueuePair,
+    SharedReceiveQueue,
+    VerbsError,
+)
+from .fabric import open_devices
+
+__all__ = [
+    "Access",
+    "AsyncEvent",
+    "AsyncEventType",
+    "CompletionQueue",
+    "Context",
+    "DeviceAttr",
+    "MemoryRegion",
+    "ProtectionDomain",
+    "QpState",
+    "QueuePair",
+    "RecvWR",
+    "SendFlags",
+    "SendWR",
+    "Sge",
+    "SharedReceiveQueue",
+    "VerbsError",
+    "WcOpcode",
+    "WcStatus",
+    "WorkCompletion",
+    "WrOpcode",
+    "open_devices",
+]

@@ -1,0 +1,296 @@
+"""Verbs objects: device context, PD, MR, CQ, RC QP, SRQ — libibverbs semantics.
+
+The checks ibverbs makes at the API boundary live here (queue depths → ENOMEM, QP state
+machine transitions → EINVAL, inline size, access flags); what happens on the wire and
+inside the NIC lives in ``hw``. A posting error is an exception carrying the errno
+ibverbs would return; nothing fails silently.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..hw import AsyncEvent, AsyncEventType, Nic, QpState, RecvWR, SendFlags, SendWR, WorkCompletion
+from ..hw.nic import HwMr, HwQp, HwSrq
+
+__all__ = [
+    "VerbsError",
+    "Context",
+    "ProtectionDomain",
+    "MemoryRegion",
+    "CompletionQueue",
+    "QueuePair",
+    "SharedReceiveQueue",
+    "DeviceAttr",
+]
+
+
+class VerbsError(OSError):
+    """An ibverbs call failed with ``errno`` (ENOMEM for a full queue, EINVAL, ...)."""
+
+    def __init__(self, err: int, what: str):
+        super().__init__(err, f"{what}: {errno.errorcode.get(err, err)}")
+        self.what = what
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAttr:
+    """The ``ibv_device_attr`` / port fields the BTL needs."""
+
+    vendor_id: int
+    vendor_part_id: int
+    max_qp_wr: int
+    max_srq_wr: int
+    max_cqe: int
+    max_inline: int
+    srq: bool
+    transport: str
+    link_layer: str
+    active_mtu: int
+    lid: int
+
+
+class Context:
+    """An opened device (``ibv_open_device``); async events collected as ibverbs does."""
+
+    def __init__(self, nic: Nic):
+        self.nic = nic
+        self.sim = nic.sim
+        self.model = nic.model
+        self.async_events: deque[AsyncEvent] = deque()
+        self.on_async = None
+        nic.async_handler = self._async
+
+    @property
+    def name(self) -> str:
+        return self.nic.name
+
+    def query_device(self) -> DeviceAttr:
+        m = self.model
+        return DeviceAttr(
+            vendor_id=m.vendor_id[0],
+            vendor_part_id=m.vendor_part_ids[0],
+            max_qp_wr=m.max_qp_wr,
+            max_srq_wr=m.max_srq_wr,
+            max_cqe=m.max_cq_entries,
+            max_inline=m.max_inline,
+            srq=m.srq,
+            transport=m.transport,
+            link_layer=m.link_layer,
+            active_mtu=m.mtu_max,
+            lid=self.nic.lid,
+        )
+
+    def _async(self, event: AsyncEvent) -> None:
+        self.async_events.append(event)
+        if self.on_async is not None:
+            self.on_async(event)
+
+    def alloc_pd(self) -> ProtectionDomain:
+        return ProtectionDomain(self)
+
+    def create_cq(self, cqe: int) -> CompletionQueue:
+        if cqe < 1 or cqe > self.model.max_cq_entries:
+            raise VerbsError(errno.EINVAL, f"create_cq({cqe}) on {self.name}")
+        return CompletionQueue(self, cqe)
+
+
+class ProtectionDomain:
+    def __init__(self, context: Context):
+        self.context = context
+
+    def reg_mr(self, buffer: np.ndarray, access: int) -> MemoryRegion:
+        if buffer.dtype != np.uint8 or buffer.ndim != 1:
+            raise VerbsError(errno.EINVAL, "reg_mr needs a 1-d uint8 array")
+        return MemoryRegion(self, self.context.nic.register_mr(buffer, access))
+
+    def create_qp(self, send_cq, recv_cq, max_send_wr, max_recv_wr, max_inline=0, srq=None):
+        return QueuePair(self, send_cq, recv_cq, max_send_wr, max_recv_wr, max_inline, srq)
+
+    def create_srq(self, max_wr: int, srq_limit: int = 0) -> SharedReceiveQueue:
+        ctx = self.context
+        if not ctx.model.srq:
+            raise VerbsError(errno.ENOSYS, f"create_srq on {ctx.name} (device has no SRQ)")
+        if max_wr < 1 or max_wr > ctx.model.max_srq_wr:
+            raise VerbsError(errno.EINVAL, f"create_srq(max_wr={max_wr}) on {ctx.name}")
+        return SharedReceiveQueue(self, max_wr, srq_limit)
+
+
+class MemoryRegion:
+    """``ibv_mr``: ``addr``/``length`` of the registered buffer, ``lkey``/``rkey``."""
+
+    __slots__ = ("pd", "hw", "buffer", "addr", "length", "lkey", "rkey")
+
+    def __init__(self, pd: ProtectionDomain, hw: HwMr):
+        self.pd = pd
+        self.hw = hw
+        self.buffer = hw.buffer
+        self.addr = hw.addr
+        self.length = hw.length
+        self.lkey = hw.lkey
+        self.rkey = hw.rkey
+
+    def dereg(self) -> None:
+        self.pd.context.nic.deregister_mr(self.hw)
+
+
+class CompletionQueue:
+    """A bounded CQ. An overrun is a CQ_ERR async event and the entry is lost, as on
+    hardware — reported, never silent."""
+
+    def __init__(self, context: Context, cqe: int):
+        self.context = context
+        self.capacity = cqe
+        self.entries: deque[WorkCompletion] = deque()
+        self.overruns = 0
+        self._notify: list = []
+
+    def push(self, wc: WorkCompletion) -> None:
+        if len(self.entries) >= self.capacity:
+            self.overruns += 1
+            self.context.nic.raise_async(AsyncEventType.CQ_ERR, wc.qp_num, "CQ overrun")
+            return
+        self.entries.append(wc)
+        if self._notify:
+            callbacks, self._notify = self._notify, []
+            for cb in callbacks:
+                cb()
+
+    def poll(self, num_entries: int) -> list[WorkCompletion]:
+        entries = self.entries
+        if not entries:
+            return []
+        n = min(num_entries, len(entries))
+        return [entries.popleft() for _ in range(n)]
+
+    def req_notify(self, callback) -> None:
+        """Call ``callback()`` once, at the next completion (``ibv_req_notify_cq``)."""
+        self._notify.append(callback)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+_TRANSITIONS = {
+    QpState.RESET: (QpState.INIT, QpState.RESET, QpState.ERROR),
+    QpState.INIT: (QpState.INIT, QpState.RTR, QpState.RESET, QpState.ERROR),
+    QpState.RTR: (QpState.RTS, QpState.RESET, QpState.ERROR),
+    QpState.RTS: (QpState.RTS, QpState.RESET, QpState.ERROR, QpState.SQD),
+    QpState.SQD: (QpState.RTS, QpState.RESET, QpState.ERROR),
+    QpState.SQE: (QpState.RTS, QpState.RESET, QpState.ERROR),
+    QpState.ERROR: (QpState.RESET, QpState.ERROR),
+}
+
+
+class QueuePair:
+    """An RC queue pair (``ibv_qp``)."""
+
+    def __init__(self, pd, send_cq, recv_cq, max_send_wr, max_recv_wr, max_inline, srq):
+        ctx = pd.context
+        model = ctx.model
+        if max_send_wr > model.max_qp_wr or max_recv_wr > model.max_qp_wr:
+            raise VerbsError(errno.EINVAL, f"create_qp: depth above max_qp_wr {model.max_qp_wr}")
+        if max_inline > model.max_inline:
+            raise VerbsError(
+                errno.EINVAL, f"create_qp: max_inline {max_inline} > {model.max_inline}"
+            )
+        self.pd = pd
+        self.context = ctx
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq
+        self.srq = srq
+        self.max_send_wr = max_send_wr
+        self.max_recv_wr = max_recv_wr
+        self.max_inline = max_inline
+        self.hw: HwQp = ctx.nic.create_qp(send_cq, recv_cq, srq.hw if srq else None, max_send_wr)
+
+    @property
+    def qp_num(self) -> int:
+        return self.hw.qpn
+
+    @property
+    def state(self) -> QpState:
+        return self.hw.state
+
+    def modify(self, state: QpState, **attrs) -> None:
+        """``ibv_modify_qp``. RTR needs ``dest_lid`` and ``dest_qp_num``; RTS takes
+        ``rnr_retry``, ``retry_cnt``, ``timeout``; RTR takes ``min_rnr_timer``, ``path_mtu``."""
+        hw = self.hw
+        if state not in _TRANSITIONS[hw.state]:
+            raise VerbsError(errno.EINVAL, f"modify_qp {hw.state.name} -> {state.name}")
+        if state == QpState.RTR:
+            if "dest_lid" not in attrs or "dest_qp_num" not in attrs:
+                raise VerbsError(errno.EINVAL, "modify_qp to RTR needs dest_lid and dest_qp_num")
+        for name, value in attrs.items():
+            if name == "dest_qp_num":
+                hw.dest_qpn = value
+            elif name in (
+                "dest_lid",
+                "path_mtu",
+                "rnr_retry",
+                "min_rnr_timer",
+                "retry_cnt",
+                "timeout",
+            ):
+                setattr(hw, name, value)
+            else:
+                raise VerbsError(errno.EINVAL, f"modify_qp: unknown attribute {name}")
+        if state == QpState.ERROR:
+            self.context.nic._to_error(hw, None)
+        else:
+            hw.state = state
+
+    def post_send(self, wr: SendWR) -> None:
+        hw = self.hw
+        if hw.state not in (QpState.RTS, QpState.ERROR, QpState.SQD):
+            raise VerbsError(errno.EINVAL, f"post_send on QP {hw.qpn} in state {hw.state.name}")
+        if hw.sq_outstanding >= self.max_send_wr:
+            raise VerbsError(errno.ENOMEM, f"post_send on QP {hw.qpn}: send queue full")
+        if wr.send_flags & SendFlags.INLINE:
+            if wr.length > self.max_inline:
+                raise VerbsError(errno.EINVAL, f"post_send: inline {wr.length} > {self.max_inline}")
+            data = self.context.nic._gather(wr)
+            if data is None:
+                raise VerbsError(errno.EINVAL, "post_send: inline SGE outside its MR")
+            wr.inline_data = data
+        self.context.nic.post_send(hw, wr)
+
+    def post_recv(self, wr: RecvWR) -> None:
+        hw = self.hw
+        if self.srq is not None:
+            raise VerbsError(errno.EINVAL, f"post_recv on QP {hw.qpn} attached to an SRQ")
+        if hw.state == QpState.RESET:
+            raise VerbsError(errno.EINVAL, f"post_recv on QP {hw.qpn} in state RESET")
+        if len(hw.rq) >= self.max_recv_wr:
+            raise VerbsError(errno.ENOMEM, f"post_recv on QP {hw.qpn}: receive queue full")
+        self.context.nic.post_recv(hw, wr)
+
+
+class SharedReceiveQueue:
+    def __init__(self, pd: ProtectionDomain, max_wr: int, srq_limit: int):
+        self.pd = pd
+        self.max_wr = max_wr
+        self.hw: HwSrq = pd.context.nic.create_srq(max_wr)
+        if srq_limit:
+            self.hw.arm(srq_limit)
+
+    def post_recv(self, wr: RecvWR) -> None:
+        if len(self.hw.entries) >= self.max_wr:
+            raise VerbsError(errno.ENOMEM, "post_srq_recv: SRQ full")
+        self.hw.post(wr)
+
+    def modify(self, max_wr: int | None = None, srq_limit: int | None = None) -> None:
+        """``ibv_modify_srq``: resize and/or arm the limit (one SRQ_LIMIT_REACHED event)."""
+        if max_wr is not None:
+            if max_wr > self.pd.context.model.max_srq_wr or max_wr < len(self.hw.entries):
+                raise VerbsError(errno.EINVAL, f"modify_srq(max_wr={max_wr})")
+            self.max_wr = max_wr
+        if srq_limit is not None:
+            self.hw.arm(srq_limit)
+
+    def __len__(self) -> int:
+        return len(self.hw.entries)
