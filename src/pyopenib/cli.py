@@ -42,6 +42,9 @@ def _attach_commands() -> None:
         main.add_command(getattr(module, attr))
 
 
-_COMMANDS: list[tuple[str, str]] = []
+_COMMANDS: list[tuple[str, str]] = [
+    (".config.commands", "info"),
+    (".config.commands", "ini"),
+]
 
 _attach_commands()

@@ -1,0 +1,230 @@
+"""Every MCA variable pyopenib reads, registered once with Open MPI 4.1's name, type,
+default and level (checked against ``ompi_info --param btl openib --level 9 --parsable``
+by the differential tests), plus the one new variable, ``btl_openib_credits_qp``.
+
+Only variables the model acts on are registered: listing a knob that changes nothing
+would mislead. Help texts are written for pyopenib (they say what the simulation does
+with the value). Order is registration order, which is also ``info``'s order, and
+matters for ``btl_openib_receive_queues``, whose default is computed from the
+eager_limit and max_send_size registered before it.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from .receive_queues import default_receive_queues
+from .variables import Variable
+
+__all__ = ["CREDITS_QP_LEVEL", "SHIPPED_INI", "openib_variables"]
+
+SHIPPED_INI = str(resources.files("pyopenib") / "data" / "mca-btl-openib-device-params.ini")
+"""The device-params INI file pyopenib ships (Open MPI's devices plus credits_on_own_qp)."""
+
+CREDITS_QP_LEVEL = 5
+"""``tuner/detail``: a per-site tuning choice, like Open MPI's btl_openib_allow_ib."""
+
+_BOOL_HINT = "(0|f|false|no = off; 1|t|true|yes = on)"
+
+
+def _openib(name: str, type_: str, default: object, help_: str, level: int = 9, **kw) -> Variable:
+    return Variable("btl", "openib", name, type_, default, help_, level, **kw)
+
+
+def _receive_queues_default(values) -> str:
+    return default_receive_queues(
+        values["btl_openib_eager_limit"], values["btl_openib_max_send_size"]
+    )
+
+
+def openib_variables(home: str | None) -> tuple[Variable, ...]:
+    """The registry, in registration order. ``home`` gives the default param file."""
+    param_file_default = f"{home.rstrip('/')}/.openmpi/mca-params.conf" if home else ""
+    return (
+        Variable(
+            "mca",
+            "base",
+            "param_files",
+            "string",
+            param_file_default,
+            "Comma-separated list of MCA parameter files ('name = value' lines); when "
+            "several set the same variable the leftmost file wins; 'none' reads no file",
+            2,
+            synonyms=("mca_param_files",),
+        ),
+        _openib(
+            "warn_no_device_params_found",
+            "bool",
+            True,
+            "Warn when the device-params INI files have no section for the local device "
+            f"{_BOOL_HINT}",
+            deprecated_synonyms=("btl_openib_warn_no_hca_params_found",),
+        ),
+        _openib(
+            "device_param_files",
+            "string",
+            SHIPPED_INI,
+            "Colon-separated list of device-params INI files; all are read in order and a "
+            "later section for the same device overrides earlier values key by key",
+            deprecated_synonyms=("btl_openib_hca_param_files",),
+        ),
+        _openib(
+            "device_type",
+            "enum",
+            "all",
+            "Which adapters to use: infiniband (IB HCAs only), iwarp (iWARP RNICs only) or all",
+            enumerator=((0, "infiniband"), (0, "ib"), (1, "iwarp"), (1, "iw"), (2, "all")),
+        ),
+        _openib(
+            "free_list_num", "int", 8, "Initial number of send fragments per free list", minimum=1
+        ),
+        _openib(
+            "free_list_max",
+            "int",
+            -1,
+            "Largest number of fragments a free list may hold (-1 = unbounded); must cover "
+            "every receive buffer the receive_queues post",
+            minimum=-1,
+        ),
+        _openib("free_list_inc", "int", 32, "Fragments added when a free list grows", minimum=1),
+        _openib(
+            "cq_size",
+            "int",
+            8192,
+            "Smallest completion-queue size; CQs grow with the number of peers and queues",
+            deprecated_synonyms=("btl_openib_ib_cq_size",),
+            minimum=1,
+        ),
+        _openib(
+            "max_inline_data",
+            "int",
+            -1,
+            "Largest payload sent inline in the work request (-1 = ask the device); when "
+            "left at its default the device's INI max_inline_data is used",
+            deprecated_synonyms=("btl_openib_ib_max_inline_data",),
+            minimum=-1,
+        ),
+        _openib(
+            "ib_min_rnr_timer",
+            "unsigned_int",
+            25,
+            "Receiver-not-ready NAK timer code (0-31) a receiver advertises; the sender "
+            "waits this long before retrying a SEND that found no receive buffer",
+            maximum=31,
+        ),
+        _openib(
+            "ib_timeout",
+            "unsigned_int",
+            20,
+            "Local ACK timeout code (0-31): the sender waits 4.096 us * 2^value for an ACK "
+            "before retransmitting",
+            maximum=31,
+        ),
+        _openib(
+            "ib_retry_count",
+            "unsigned_int",
+            7,
+            "Transport retries (0-7) after an ACK timeout before the QP fails",
+            maximum=7,
+        ),
+        _openib(
+            "ib_rnr_retry",
+            "unsigned_int",
+            7,
+            "Receiver-not-ready retries (0-7, 7 = unlimited) for SRQ queues; per-peer queues "
+            "use 0 because credit flow control is meant to make RNR impossible",
+            maximum=7,
+        ),
+        _openib(
+            "use_eager_rdma",
+            "int",
+            -1,
+            "Eager RDMA for small messages to frequent peers (-1 = the device's INI "
+            "use_eager_rdma, 0 = off, 1 = on)",
+            minimum=-1,
+        ),
+        _openib(
+            "eager_rdma_threshold",
+            "int",
+            16,
+            "Messages received from a peer before eager RDMA to it is set up",
+            minimum=1,
+        ),
+        _openib(
+            "max_eager_rdma",
+            "int",
+            16,
+            "Largest number of peers with eager RDMA buffers",
+            minimum=0,
+        ),
+        _openib(
+            "eager_rdma_num",
+            "int",
+            16,
+            "Eager RDMA buffers per peer (one more is allocated internally)",
+            minimum=1,
+        ),
+        _openib(
+            "mtu",
+            "int",
+            0,
+            "Path MTU code when the INI files give none: 1 = 256, 2 = 512, 3 = 1024, "
+            "4 = 2048, 5 = 4096 bytes (0 = use the INI value or 1024)",
+            enumerator=((1, "256B"), (2, "512B"), (3, "1k"), (4, "2k"), (5, "4k")),
+            deprecated_synonyms=("btl_openib_ib_mtu",),
+        ),
+        _openib(
+            "enable_srq_resize",
+            "bool",
+            True,
+            "Start shared receive queues with rd_init buffers and grow them towards rd_num "
+            f"when the SRQ-limit event fires {_BOOL_HINT}",
+        ),
+        _openib(
+            "rndv_eager_limit",
+            "size_t",
+            12288,
+            "Bytes of a rendezvous message sent with its first fragment",
+            4,
+        ),
+        _openib(
+            "eager_limit",
+            "size_t",
+            12288,
+            "Largest message (PML header included) sent eagerly; larger ones use rendezvous",
+            4,
+        ),
+        _openib(
+            "max_send_size",
+            "size_t",
+            65536,
+            "Largest fragment of a pipelined send",
+            4,
+        ),
+        _openib(
+            "receive_queues",
+            "string",
+            None,
+            "Colon-separated receive queues, smallest buffers first: "
+            "P,size,num[,low[,window[,reserve]]] for per-peer queues, "
+            "S,size,num[,low[,sd_max[,init[,srq_limit]]]] for shared receive queues. "
+            "An explicit value beats the device's INI receive_queues, which beats this "
+            "default (computed from eager_limit and max_send_size)",
+            default_fn=_receive_queues_default,
+        ),
+        _openib(
+            "credits_qp",
+            "enum",
+            "auto",
+            "Where the explicit credit messages of each per-peer queue travel. A receiver "
+            "re-posts buffers on queue X and then returns the credits; when the credit "
+            "message goes on another QP the peer can send into X before the NIC has made "
+            "the buffers available (a lost race: RNR NAK on InfiniBand, TERMINATE on iWARP, "
+            "where a Chelsio T3 queues receive posts behind the QP's sends). "
+            "smallest = all on the first P queue (Open MPI's behaviour); own = each on its "
+            "own queue, ordered after the re-post; auto = the local device's INI "
+            "credits_on_own_qp (1 = own, 0 = smallest), smallest without one",
+            CREDITS_QP_LEVEL,
+            enumerator=((0, "auto"), (1, "smallest"), (2, "own")),
+        ),
+    )

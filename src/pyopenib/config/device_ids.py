@@ -1,0 +1,61 @@
+"""Map a device-model name (``--device chelsio-t3``) to its PCI (vendor_id, part_id).
+
+The device models live in ``pyopenib/data/devices.toml`` (owned by ``hw``); config must
+not import ``hw``, so this reads only the identity keys of each model table:
+``vendor_id`` and ``vendor_part_ids`` (ints or lists of ints) and ``aliases``. The first
+vendor id and first part id stand for the model.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+from ..errors import PyopenibError
+from . import topics  # noqa: F401  (registers the messages)
+
+__all__ = ["DEVICES_TOML", "device_ids"]
+
+DEVICES_TOML = str(resources.files("pyopenib") / "data" / "devices.toml")
+
+
+def device_ids(device: str, path: str | Path | None = None) -> tuple[int, int, str]:
+    """(vendor_id, part_id, model name) of ``device`` (a model name or alias, any case)."""
+    path = str(path or DEVICES_TOML)
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise PyopenibError(
+            "ini-devices-file-missing", device=device, path=path, reason=reason
+        ) from None
+    models = dict(_models(data))
+    wanted = device.lower()
+    for name, table in models.items():
+        aliases = [a.lower() for a in _as_list(table.get("aliases", []))]
+        if wanted == name.lower() or wanted in aliases:
+            return _first(table["vendor_id"]), _first(table["vendor_part_ids"]), name
+    raise PyopenibError(
+        "ini-unknown-device", device=device, path=path, known=", ".join(sorted(models)) or "none"
+    )
+
+
+def _models(data: dict):
+    """Every table that has both identity keys, by its table name."""
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            continue
+        if "vendor_id" in value and "vendor_part_ids" in value:
+            yield key, value
+        else:
+            yield from _models(value)
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _first(value) -> int:
+    return int(_as_list(value)[0])

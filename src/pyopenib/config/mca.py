@@ -1,0 +1,312 @@
+"""MCA variable values and where each came from: Open MPI's ``mca_base_var`` sources.
+
+Sources, lowest to highest: the registered default < parameter files (``name = value``
+lines; ``mca_base_param_files``, default ``$HOME/.openmpi/mca-params.conf``; when several
+files set a variable the leftmost file wins) < the environment (``OMPI_MCA_<name>``) <
+``--mca <name> <value>`` on pyopenib's command line (source ``command line``; Open MPI
+forwards mpirun's ``--mca`` through the environment and so reports ``environment``).
+
+``load_mca`` is a pure function of its arguments: the environment and home directory
+are passed in. ``load_mca_from_process`` is the one place that reads ``os.environ``.
+Nothing here prints: deprecation and misspelling notices are collected as
+``McaWarning`` objects for the caller to show.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import TOPICS, PyopenibError
+from . import topics  # noqa: F401  (registers the messages)
+from .catalogue import openib_variables
+from .keyval import Assignment, Problem, lex
+from .variables import ConversionError, Variable, parse_value
+
+__all__ = [
+    "McaContext",
+    "McaValue",
+    "McaWarning",
+    "Source",
+    "load_mca",
+    "load_mca_from_process",
+]
+
+_ENV_PREFIX = "OMPI_MCA_"
+_PRIORITY = {"default": 0, "file": 1, "environment": 2, "command line": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a value came from; ``str()`` is Open MPI's label for it."""
+
+    kind: str
+    path: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "file":
+            return f"file ({self.path}:{self.line})"
+        return self.kind
+
+
+DEFAULT = Source("default")
+
+
+@dataclass(frozen=True, slots=True)
+class McaValue:
+    """A variable's typed value, its source, and the name it was given under."""
+
+    variable: Variable
+    value: object
+    source: Source
+    given_as: str
+
+
+@dataclass(frozen=True, slots=True)
+class McaWarning:
+    """A notice for the user (deprecated name, unknown openib name); not fatal."""
+
+    topic: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    text: str
+    source: Source
+    given_as: str
+
+
+class McaContext:
+    """The resolved MCA variables of one process (every rank of a job shares them)."""
+
+    def __init__(self, values: Mapping[str, McaValue], warnings: Iterable[McaWarning]):
+        self._values = dict(values)
+        self._names = {}
+        for full_name, mca_value in self._values.items():
+            var = mca_value.variable
+            for alias in (full_name, var.long_name, *var.all_synonyms):
+                self._names[alias] = full_name
+        self.warnings: tuple[McaWarning, ...] = tuple(warnings)
+
+    def variables(self) -> tuple[Variable, ...]:
+        """Registered variables in registration order."""
+        return tuple(v.variable for v in self._values.values())
+
+    def value(self, name: str) -> McaValue:
+        """The full record of ``name`` (full name, long name or synonym)."""
+        try:
+            return self._values[self._names[name]]
+        except KeyError:
+            raise PyopenibError("mca-unknown-variable", name=name, source="lookup") from None
+
+    def get(self, name: str) -> object:
+        """The typed value (bool, int, str; an enum's name, e.g. ``"own"``)."""
+        return self.value(name).value
+
+    def source(self, name: str) -> str:
+        """Open MPI's source label: ``default``, ``file (PATH:LINE)``, ``environment``,
+        ``command line``."""
+        return str(self.value(name).source)
+
+    def is_default(self, name: str) -> bool:
+        return self.value(name).source.kind == "default"
+
+
+def load_mca_from_process(cli_pairs: Iterable[tuple[str, str]] = ()) -> McaContext:
+    """``load_mca`` with this process's environment and home directory (CLI entry)."""
+    return load_mca(cli_pairs, environ=dict(os.environ), home=os.path.expanduser("~"))
+
+
+def load_mca(
+    cli_pairs: Iterable[tuple[str, str]] = (),
+    environ: Mapping[str, str] | None = None,
+    home: str | os.PathLike | None = None,
+) -> McaContext:
+    """Resolve every registered variable from defaults, param files, ``environ`` and
+    ``cli_pairs`` (``--mca`` name/value pairs, in order). ``environ=None`` is an empty
+    environment and ``home=None`` means no home directory (no default param file)."""
+    environ = environ or {}
+    home_str = os.fspath(home) if home is not None else None
+    variables = openib_variables(home_str)
+    names = _name_index(variables)
+    warnings: list[McaWarning] = []
+    settings: dict[str, list[_Setting]] = {v.full_name: [] for v in variables}
+
+    cli = _collect_cli(cli_pairs, names, warnings)
+    env = _collect_env(environ, names, warnings)
+    files_var = names["mca_base_param_files"][0]
+    file_list = _param_file_list(files_var, cli, env, home_str)
+    for full_name, found in _collect_files(file_list, names, warnings, home_str).items():
+        settings[full_name].extend(found)
+    for found in (env, cli):
+        for full_name, setting in found.items():
+            settings[full_name].append(setting)
+
+    values: dict[str, McaValue] = {}
+    resolved: dict[str, object] = {}
+    warned: set[str] = set()
+    for var in variables:
+        chosen = _highest(var, settings[var.full_name])
+        if chosen is None:
+            default = var.default_fn(resolved) if var.default_fn else var.default
+            mca_value = McaValue(var, default, DEFAULT, var.full_name)
+        else:
+            if chosen.given_as in var.deprecated_synonyms and chosen.given_as not in warned:
+                warned.add(chosen.given_as)
+                warnings.append(_deprecated(var, chosen))
+            try:
+                typed = parse_value(var, chosen.text, home_str)
+            except ConversionError as exc:
+                raise PyopenibError(
+                    "mca-invalid-value",
+                    name=_named(var, chosen.given_as),
+                    value=chosen.text,
+                    source=str(chosen.source),
+                    reason=exc.reason,
+                ) from None
+            mca_value = McaValue(var, typed, chosen.source, chosen.given_as)
+        values[var.full_name] = mca_value
+        resolved[var.full_name] = mca_value.value
+    return McaContext(values, warnings)
+
+
+def _name_index(variables: tuple[Variable, ...]) -> dict[str, tuple[Variable, bool]]:
+    """Every accepted name -> (variable, is_synonym)."""
+    index: dict[str, tuple[Variable, bool]] = {}
+    for var in variables:
+        index[var.full_name] = (var, False)
+        index[var.long_name] = (var, False)
+        for synonym in var.all_synonyms:
+            index[synonym] = (var, True)
+    return index
+
+
+def _named(var: Variable, given_as: str) -> str:
+    if given_as in (var.full_name, var.long_name):
+        return var.full_name
+    return f"{var.full_name} (given as {given_as})"
+
+
+def _highest(var: Variable, found: list[_Setting]) -> _Setting | None:
+    """The winning setting: the highest source; at equal source a synonym beats the
+    variable's own name, because Open MPI resolves synonyms after the original."""
+    best = None
+    best_key = None
+    for setting in found:
+        key = (_PRIORITY[setting.source.kind], setting.given_as in var.all_synonyms)
+        if best_key is None or key >= best_key:
+            best, best_key = setting, key
+    return best
+
+
+def _deprecated(var: Variable, setting: _Setting) -> McaWarning:
+    facts = {"old": setting.given_as, "new": var.full_name, "source": str(setting.source)}
+    return McaWarning("mca-deprecated", TOPICS["mca-deprecated"].format(**facts))
+
+
+def _unknown(name: str, source: Source) -> McaWarning:
+    facts = {"name": name, "source": str(source)}
+    return McaWarning("mca-unknown-openib-name", TOPICS["mca-unknown-openib-name"].format(**facts))
+
+
+def _collect_cli(pairs, names, warnings) -> dict[str, _Setting]:
+    found: dict[str, _Setting] = {}
+    given: dict[str, str] = {}
+    source = Source("command line")
+    for name, text in pairs:
+        if name in given:
+            raise PyopenibError("mca-cli-pair-repeated", name=name, first=given[name], second=text)
+        given[name] = text
+        if len(text) >= 2 and text[0] == text[-1] == '"':
+            text = text[1:-1]  # mpirun strips one pair of surrounding double quotes
+        entry = names.get(name)
+        if entry is None:
+            warnings.append(_unknown(name, source))
+            continue
+        var, _ = entry
+        _keep(found, var, _Setting(text, source, name))
+    return found
+
+
+def _collect_env(environ: Mapping[str, str], names, warnings) -> dict[str, _Setting]:
+    found: dict[str, _Setting] = {}
+    source = Source("environment")
+    for key in sorted(environ):
+        if not key.startswith(_ENV_PREFIX):
+            continue
+        name = key[len(_ENV_PREFIX) :]
+        entry = names.get(name)
+        if entry is None:
+            if name.startswith("btl_openib_"):
+                warnings.append(_unknown(key, source))
+            continue
+        var, _ = entry
+        _keep(found, var, _Setting(environ[key], source, name))
+    return found
+
+
+def _keep(found: dict[str, _Setting], var: Variable, setting: _Setting) -> None:
+    """Keep one setting per variable and source: a synonym beats the own name, and the
+    long name (``opal_...``) beats the short one, as Open MPI looks them up."""
+    current = found.get(var.full_name)
+    if current is None or _rank(var, setting.given_as) >= _rank(var, current.given_as):
+        found[var.full_name] = setting
+
+
+def _rank(var: Variable, given_as: str) -> int:
+    if given_as in var.all_synonyms:
+        return 2
+    return 1 if given_as == var.long_name else 0
+
+
+def _param_file_list(files_var, cli, env, home) -> tuple[list[str], Source]:
+    setting = cli.get(files_var.full_name) or env.get(files_var.full_name)
+    if setting is None:
+        text, source = files_var.default, DEFAULT
+    else:
+        text, source = setting.text, setting.source
+    text = parse_value(files_var, text, home)
+    if text.strip() == "none":
+        return [], source
+    return [p.strip() for p in text.split(",") if p.strip()], source
+
+
+def _collect_files(file_list, names, warnings, home) -> dict[str, list[_Setting]]:
+    paths, list_source = file_list
+    found: dict[str, list[_Setting]] = {}
+    # Leftmost wins: read left to right and keep only the first file's value.
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            if list_source.kind == "default":
+                continue  # the default home file need not exist
+            raise PyopenibError(
+                "mca-param-file-missing",
+                path=path,
+                reason=exc.strerror or type(exc).__name__,
+                source=f"mca_base_param_files from {list_source}",
+            ) from None
+        in_this_file: dict[str, _Setting] = {}
+        for item in lex(text, sections=False):
+            if isinstance(item, Problem):
+                raise PyopenibError(
+                    "mca-param-file-syntax", path=path, line=item.line, reason=item.reason
+                )
+            assert isinstance(item, Assignment)
+            source = Source("file", path, item.line)
+            entry = names.get(item.key)
+            if entry is None:
+                if item.key.startswith("btl_openib_"):
+                    warnings.append(_unknown(item.key, source))
+                continue
+            var, _ = entry
+            _keep(in_this_file, var, _Setting(item.value, source, item.key))
+        for full_name, setting in in_this_file.items():
+            if full_name not in found:
+                found[full_name] = [setting]
+    return found

@@ -1,0 +1,180 @@
+"""``btl_openib_receive_queues``: the per-connection queue pairs and their buffers.
+
+A value is ``:``-separated entries, each ``P,size,rd_num[,rd_low[,rd_win[,rd_rsv]]]``
+(per-peer QP with credit flow control) or ``S,size,rd_num[,rd_low[,sd_max[,rd_init
+[,srq_limit]]]]`` (shared receive queue). Missing or empty fields take Open MPI's
+derived defaults (``btl_openib_mca.c``: each from the fields resolved before it, and a
+default that computes to 0 becomes 1). Validation follows Open MPI's order and adds what
+Open MPI leaves to luck: numbers must be numbers (C ``atoi`` turns junk into 0), sizes
+must strictly increase (Open MPI's INI comments require it; its code silently picks the
+wrong QP otherwise). XRC (``X``) is not supported by pyopenib.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import PyopenibError
+from . import topics  # noqa: F401  (registers the messages)
+
+__all__ = [
+    "QueueSpec",
+    "credits_qp_index",
+    "default_receive_queues",
+    "format_receive_queues",
+    "parse_receive_queues",
+]
+
+_P_FIELDS = ("size", "rd_num", "rd_low", "rd_win", "rd_rsv")
+_S_FIELDS = ("size", "rd_num", "rd_low", "sd_max", "rd_init", "srq_limit")
+_NUMBER = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """One receive queue. Fields that do not apply to the kind are 0.
+
+    ``size``: buffer bytes; ``rd_num``: buffers posted; ``rd_low``: re-post when fewer
+    remain; P only: ``rd_win`` (credits returned in a batch once this many are owed),
+    ``rd_rsv`` (buffers reserved for explicit credit messages); S only: ``sd_max``
+    (outstanding sends per peer), ``rd_init`` (buffers posted at start), ``srq_limit``
+    (SRQ-limit event watermark).
+    """
+
+    kind: str
+    size: int
+    rd_num: int
+    rd_low: int
+    rd_win: int = 0
+    rd_rsv: int = 0
+    sd_max: int = 0
+    rd_init: int = 0
+    srq_limit: int = 0
+
+    @property
+    def is_per_peer(self) -> bool:
+        return self.kind == "P"
+
+    def spec(self) -> str:
+        """The entry written out with every field explicit."""
+        if self.kind == "P":
+            fields = (self.size, self.rd_num, self.rd_low, self.rd_win, self.rd_rsv)
+        else:
+            fields = (self.size, self.rd_num, self.rd_low, self.sd_max, self.rd_init)
+            fields += (self.srq_limit,)
+        return ",".join([self.kind, *map(str, fields)])
+
+
+def format_receive_queues(queues: tuple[QueueSpec, ...]) -> str:
+    """The fully explicit receive_queues string for ``queues``."""
+    return ":".join(q.spec() for q in queues)
+
+
+def parse_receive_queues(value: str, source: str = "value") -> tuple[QueueSpec, ...]:
+    """Parse and validate a receive_queues string; ``source`` names where it came from
+    (an MCA source label or ``file:line``) for error messages."""
+    if not isinstance(value, str):
+        raise PyopenibError("rq-empty", value=str(value), source=source)
+    entries = [entry for entry in value.split(":") if entry]
+    if not entries:
+        raise PyopenibError("rq-empty", value=value, source=source)
+    queues = tuple(_parse_entry(value, source, entry) for entry in entries)
+    for index in range(1, len(queues)):
+        if queues[index].size <= queues[index - 1].size:
+            raise PyopenibError(
+                "rq-not-increasing",
+                value=value,
+                source=source,
+                index=index,
+                size=queues[index].size,
+                previous=queues[index - 1].size,
+            )
+    return queues
+
+
+def _parse_entry(value: str, source: str, entry: str) -> QueueSpec:
+    facts = {"value": value, "source": source, "entry": entry}
+    kind = entry[:2]
+    if kind == "X,":
+        raise PyopenibError("rq-xrc", **facts)
+    if kind not in ("P,", "S,"):
+        raise PyopenibError("rq-bad-type", **facts)
+    kind = kind[0]
+    names = _P_FIELDS if kind == "P" else _S_FIELDS
+    fields = entry.split(",")[1:]
+    if not 2 <= len(fields) <= len(names):
+        raise PyopenibError(
+            "rq-bad-field-count",
+            **facts,
+            count=len(fields) + 1,
+            kind=kind,
+            low=3,
+            high=len(names) + 1,
+            layout=",".join([kind, *names]),
+        )
+    raw: dict[str, int | None] = {}
+    for position, (name, text) in enumerate(zip(names, fields, strict=False), start=2):
+        text = text.strip()
+        if text and not _NUMBER.fullmatch(text):
+            raise PyopenibError(
+                "rq-bad-number", **facts, position=position, field=name, field_value=text
+            )
+        raw[name] = int(text) if text else None
+
+    def pick(name: str, default: int) -> int:
+        # Open MPI's atoi_param: an absent field takes the default, and a default of 0
+        # becomes 1.
+        given = raw.get(name)
+        if given is not None:
+            return given
+        return default if default != 0 else 1
+
+    size = pick("size", 0)
+    rd_num = pick("rd_num", 256)
+    rd_low = pick("rd_low", rd_num - rd_num // 4)
+    for name, number in (("size", size), ("rd_num", rd_num)):
+        if number == 0:
+            raise PyopenibError("rq-zero-size", **facts, field=name)
+    if kind == "P":
+        rd_win = pick("rd_win", (rd_num - rd_low) * 2)
+        if rd_win <= 0:
+            raise PyopenibError("rq-bad-window", **facts, rd_win=rd_win)
+        rd_rsv = pick("rd_rsv", (rd_num * 2) // rd_win)
+        if rd_num <= rd_low:
+            raise PyopenibError("rq-num-le-low", **facts, rd_num=rd_num, rd_low=rd_low)
+        return QueueSpec("P", size, rd_num, rd_low, rd_win=rd_win, rd_rsv=rd_rsv)
+    sd_max = pick("sd_max", rd_low // 4)
+    rd_init = pick("rd_init", rd_num // 4)
+    srq_limit = pick("srq_limit", (rd_init - rd_init // 4) // 4)
+    if raw.get("srq_limit") is None and srq_limit == 0 and rd_num > 1:
+        srq_limit = 1
+    if rd_num < rd_init:
+        raise PyopenibError("rq-num-lt-init", **facts, rd_num=rd_num, rd_init=rd_init)
+    if rd_num < srq_limit:
+        raise PyopenibError("rq-num-lt-srq-limit", **facts, rd_num=rd_num, srq_limit=srq_limit)
+    if rd_num <= rd_low:
+        raise PyopenibError("rq-num-le-low", **facts, rd_num=rd_num, rd_low=rd_low)
+    return QueueSpec("S", size, rd_num, rd_low, sd_max=sd_max, rd_init=rd_init, srq_limit=srq_limit)
+
+
+def default_receive_queues(eager_limit: int, max_send_size: int) -> str:
+    """Open MPI's built-in default, computed from btl_openib_eager_limit and
+    btl_openib_max_send_size as registered (stock: 12288 and 65536)."""
+    mid = (1 << (eager_limit // 4).bit_length()) >> 1
+    if mid <= 128:
+        mid = 1024
+    return (
+        f"S,128,256,192,128:S,{mid},1024,1008,64:"
+        f"S,{eager_limit},1024,1008,64:S,{max_send_size},1024,1008,64"
+    )
+
+
+def credits_qp_index(queues: tuple[QueueSpec, ...]) -> int:
+    """Open MPI's ``credits_qp``: the first P queue (meant to be the smallest), or the
+    last queue when there is no P queue. With the legacy policy it carries the explicit
+    credit messages of every P queue."""
+    for index, queue in enumerate(queues):
+        if queue.kind == "P":
+            return index
+    return len(queues) - 1
