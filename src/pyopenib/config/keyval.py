@@ -56,6 +56,7 @@ def lex(text: str, *, sections: bool) -> list[Section | Assignment | Problem]:
     """
     items: list[Section | Assignment | Problem] = []
     in_block_comment = False
+    comment_opened = 0
     for number, raw in enumerate(text.split("\n"), start=1):
         line = raw[:-1] if raw.endswith("\r") else raw
         if in_block_comment:
@@ -70,14 +71,14 @@ def lex(text: str, *, sections: bool) -> list[Section | Assignment | Problem]:
         if stripped.startswith("/*"):
             end = stripped.find("*/", 2)
             if end < 0:
-                in_block_comment = True
+                in_block_comment, comment_opened = True, number
                 continue
             stripped = stripped[end + 2 :].strip(_BLANKS)
             if not stripped:
                 continue
         items.append(_lex_line(stripped, number, sections))
     if in_block_comment:
-        items.append(Problem(len(text.split("\n")), "unterminated /* comment at end of file"))
+        items.append(Problem(comment_opened, "/* comment is never closed"))
     return items
 
 
