@@ -170,3 +170,10 @@ def test_string_values_expand_home():
 def test_unknown_variable_lookup_is_a_pyopenib_error():
     with pytest.raises(PyopenibError):
         load_mca().get("btl_openib_nonexistent")
+
+
+def test_param_files_variable_inside_a_param_file_warns_that_it_has_no_effect(tmp_path):
+    conf = write(tmp_path / "x.conf", "mca_base_param_files = /elsewhere.conf\n")
+    ctx = load_mca(environ={"OMPI_MCA_mca_base_param_files": conf})
+    assert ctx.get("mca_base_param_files") == conf
+    assert [w.topic for w in ctx.warnings] == ["mca-param-files-in-file"]

@@ -2,7 +2,7 @@
 
 The device models live in ``pyopenib/data/devices.toml`` (owned by ``hw``); config must
 not import ``hw``, so this reads only the identity keys of each model table:
-``vendor_id`` and ``vendor_part_ids`` (ints or lists of ints) and ``aliases``. The first
+``vendor_id`` and ``vendor_part_ids`` (ints or lists of ints), ``name`` and ``aliases``. The first
 vendor id and first part id stand for the model.
 """
 
@@ -21,7 +21,8 @@ DEVICES_TOML = str(resources.files("pyopenib") / "data" / "devices.toml")
 
 
 def device_ids(device: str, path: str | Path | None = None) -> tuple[int, int, str]:
-    """(vendor_id, part_id, model name) of ``device`` (a model name or alias, any case)."""
+    """(vendor_id, part_id, model key) of ``device``: a model's table key, its ``name``
+    or one of its ``aliases``, in any case."""
     path = str(path or DEVICES_TOML)
     try:
         with open(path, "rb") as handle:
@@ -34,8 +35,8 @@ def device_ids(device: str, path: str | Path | None = None) -> tuple[int, int, s
     models = dict(_models(data))
     wanted = device.lower()
     for name, table in models.items():
-        aliases = [a.lower() for a in _as_list(table.get("aliases", []))]
-        if wanted == name.lower() or wanted in aliases:
+        names = [name, str(table.get("name", name)), *_as_list(table.get("aliases", []))]
+        if wanted in (n.lower() for n in names):
             return _first(table["vendor_id"]), _first(table["vendor_part_ids"]), name
     raise PyopenibError(
         "ini-unknown-device", device=device, path=path, known=", ".join(sorted(models)) or "none"

@@ -213,6 +213,11 @@ def _unknown(name: str, source: Source) -> McaWarning:
     return McaWarning("mca-unknown-openib-name", TOPICS["mca-unknown-openib-name"].format(**facts))
 
 
+def _no_effect(name: str, source: Source) -> McaWarning:
+    facts = {"name": name, "source": str(source)}
+    return McaWarning("mca-param-files-in-file", TOPICS["mca-param-files-in-file"].format(**facts))
+
+
 def _collect_cli(pairs, names, warnings) -> dict[str, _Setting]:
     found: dict[str, _Setting] = {}
     given: dict[str, str] = {}
@@ -305,6 +310,9 @@ def _collect_files(file_list, names, warnings, home) -> dict[str, list[_Setting]
                     warnings.append(_unknown(item.key, source))
                 continue
             var, _ = entry
+            if var.full_name == "mca_base_param_files":
+                warnings.append(_no_effect(item.key, source))
+                continue
             _keep(in_this_file, var, _Setting(item.value, source, item.key))
         for full_name, setting in in_this_file.items():
             if full_name not in found:

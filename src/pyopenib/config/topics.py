@@ -31,6 +31,10 @@ TOPICS = {
         "{name} (source: {source}) is not an MCA variable of the openib BTL; it is ignored "
         "(is it misspelt?)"
     ),
+    "mca-param-files-in-file": (
+        "{name} (source: {source}) has no effect in a parameter file; set it in the "
+        "environment or with --mca"
+    ),
     # receive_queues (help-mpi-btl-openib.txt topics, our words)
     "rq-empty": "btl_openib_receive_queues {value!r} (from {source}) defines no queue pairs",
     "rq-bad-type": (
