@@ -45,6 +45,7 @@ def _attach_commands() -> None:
 _COMMANDS: list[tuple[str, str]] = [
     (".config.commands", "info"),
     (".config.commands", "ini"),
+    (".mpi.commands", "run"),
 ]
 
 _attach_commands()

@@ -1,0 +1,100 @@
+"""Which rank is running: one ``RankContext`` per rank greenlet.
+
+All ranks of a job share one ``mpi4py.MPI`` module object (Python's import system has one
+``sys.modules``), so the module's ``COMM_WORLD`` and its functions look the current rank
+up here, keyed by the running greenlet. Also home of the blocking-wait loop every MPI call
+uses: MPI has no progress thread, so a blocked rank drives its own PML and sleeps in
+simulated time until its BTL has a completion.
+"""
+
+from __future__ import annotations
+
+import time
+
+from greenlet import getcurrent
+
+__all__ = ["JobAborted", "RankContext", "bind", "current", "lookup", "unbind"]
+
+_CONTEXTS: dict = {}
+
+
+class JobAborted(BaseException):  # noqa: N818 - it ends the job, it is not an error to catch
+    """Raised by ``Abort``: unwinds the rank (user ``except Exception`` cannot catch it)."""
+
+    def __init__(self, rank: int, errorcode: int, comm_name: str):
+        super().__init__(rank, errorcode)
+        self.rank = rank
+        self.errorcode = errorcode
+        self.comm_name = comm_name
+
+
+class RankContext:
+    """One rank's MPI state: its PML/BTL, predefined communicators, what it is blocked in."""
+
+    def __init__(self, job, rank: int, pml, hostname: str):
+        self.job = job
+        self.sim = job.sim
+        self.rank = rank
+        self.size = job.nprocs
+        self.pml = pml
+        self.btl = pml.btl
+        self.hostname = hostname
+        self.next_cid = 2
+        self.blocked_in: str | None = None
+        self.finalized = False
+        self.world = None
+        self.self_comm = None
+        self.streams: dict = {}
+        self.cpu_scale = 0.0
+        self._cpu_mark = 0.0
+
+    def charge_cpu(self) -> None:
+        """With ``--cpu-scale F``: spend F x the CPU time the rank used since it last
+        resumed as simulated time (off by default: compute is free and runs repeat)."""
+        if self.cpu_scale:
+            spent = time.thread_time() - self._cpu_mark
+            if spent > 0:
+                self.sim.sleep(int(spent * self.cpu_scale * 1e12))
+            self._cpu_mark = time.thread_time()
+
+    def resumed(self) -> None:
+        if self.cpu_scale:
+            self._cpu_mark = time.thread_time()
+
+    def wait_for(self, done, call: str) -> None:
+        """Drive progress until ``done()``; ``call`` names the MPI call for deadlock reports."""
+        if done():
+            return
+        self.charge_cpu()
+        pml = self.pml
+        btl = self.btl
+        outer = self.blocked_in
+        if outer is None:
+            self.blocked_in = call
+        while not done():
+            if pml.progress() == 0:
+                btl.wait_for_activity()
+        self.blocked_in = outer
+        self.resumed()
+
+
+def bind(glet, ctx: RankContext) -> None:
+    _CONTEXTS[glet] = ctx
+
+
+def unbind(glet) -> None:
+    _CONTEXTS.pop(glet, None)
+
+
+def lookup() -> RankContext | None:
+    return _CONTEXTS.get(getcurrent())
+
+
+def current() -> RankContext:
+    try:
+        return _CONTEXTS[getcurrent()]
+    except KeyError:
+        raise RuntimeError(
+            "pyopenib's MPI was called outside a rank of a running job "
+            "(run the program with `pyopenib run`)"
+        ) from None

@@ -1,0 +1,314 @@
+"""The job runner: N ranks of an unmodified mpi4py program as greenlets on one simulator.
+
+Each rank executes the program's code as ``__main__`` with its own globals. For the job's
+duration ``sys.modules['mpi4py']``/``['mpi4py.MPI']`` are pyopenib's, ``sys.stdout`` and
+``sys.stderr`` forward per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the
+program's directory leads ``sys.path``; all are restored afterwards.
+
+A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
+* every rank returned: exit 0 (a rank that finished keeps serving its peers' protocol
+  traffic, as ``MPI_Finalize`` does, until the last one finishes);
+* a rank raised: its traceback on its stderr, mpirun's "exited with non-zero status"
+  report, exit 1 (``sys.exit(n)``: exit n);
+* ``Abort(code)``: mpirun's MPI_ABORT report, exit ``code``;
+* the BTL raised ``TransportError``: its report (Open MPI's wording), exit 3;
+* no rank can run and no event is pending: a deadlock report naming each rank's blocking
+  call and pending requests, exit 4 (real MPI would hang);
+* ``timeout`` simulated seconds passed: a report like the deadlock one, exit 5.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+
+from greenlet import GreenletExit, getcurrent
+
+from ..btl.interface import TransportError
+from ..errors import TOPICS, register_topics
+from ..pml import Pml
+from ..sim import PS_PER_S, Simulator
+from . import context
+from .comm import CommState
+from .context import JobAborted, RankContext
+from .namespace import build_modules
+from .output import Demux, RankStream
+
+__all__ = [
+    "EXIT_DEADLOCK",
+    "EXIT_TIMEOUT",
+    "EXIT_TRANSPORT",
+    "JobResult",
+    "run_job",
+]
+
+EXIT_TRANSPORT = 3
+EXIT_DEADLOCK = 4
+EXIT_TIMEOUT = 5
+
+_RULE = "-" * 74
+
+register_topics(
+    {
+        "mpi-abort": (
+            f"{_RULE}\nMPI_ABORT was invoked on rank {{rank}} in communicator {{comm}}\n"
+            "with errorcode {code}.\n\n"
+            "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+            "You may or may not see output from other processes, depending on\n"
+            f"exactly when Open MPI kills them.\n{_RULE}"
+        ),
+        "mpi-rank-failed": (
+            f"{_RULE}\nPrimary job  terminated normally, but 1 process returned\n"
+            f"a non-zero exit code. Per user-direction, the job has been aborted.\n{_RULE}\n"
+            f"{_RULE}\nmpirun detected that one or more processes exited with non-zero "
+            "status, thus causing\nthe job to be terminated. The first process to do so "
+            "was:\n\n  Process name: [[1,1],{rank}]\n  Exit code:    {code}\n"
+            f"  Simulated time: {{time}}\n{_RULE}"
+        ),
+        "mpi-transport-failed": (
+            "{report}\n"
+            f"{_RULE}\nThe openib BTL reported a fatal transport error on rank {{rank}}; "
+            f"the job has been aborted.\n{_RULE}"
+        ),
+        "mpi-deadlock": (
+            "pyopenib: deadlock at simulated time {time}: every rank is blocked and no "
+            "event is pending (real MPI would hang here).\n{ranks}"
+        ),
+        "mpi-timeout": (
+            "pyopenib: the job did not finish within --timeout {limit} simulated seconds.\n{ranks}"
+        ),
+    }
+)
+
+
+@dataclass
+class JobResult:
+    """How a job ended: ``exit_code`` as ``pyopenib run`` exits; ``reason`` one of
+    ``ok``, ``failed``, ``abort``, ``transport``, ``deadlock``, ``timeout``."""
+
+    exit_code: int
+    reason: str
+    sim_time_ps: int
+    rank: int | None = None
+
+
+class _JobOver(BaseException):  # noqa: N818 - control flow out of Simulator.run
+    pass
+
+
+def _format_time(ps: int) -> str:
+    return f"{ps / 1e6:.3f} us"
+
+
+class _Job:
+    def __init__(self, sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale):
+        self.sim = sim
+        self.code = code
+        self.path = path
+        self.nprocs = len(btls)
+        self.out = out
+        self.err = err
+        self.finished = [False] * self.nprocs
+        self.result: JobResult | None = None
+        self.contexts = []
+        for rank, btl in enumerate(btls):
+            ctx = RankContext(self, rank, Pml(btl), hostnames[rank])
+            ctx.world = CommState(0, list(range(self.nprocs)), rank, "MPI_COMM_WORLD")
+            ctx.self_comm = CommState(1, [rank], 0, "MPI_COMM_SELF")
+            ctx.streams = {
+                "stdout": RankStream(rank, "stdout", out, tag_output),
+                "stderr": RankStream(rank, "stderr", err, tag_output),
+            }
+            ctx.cpu_scale = cpu_scale
+            self.contexts.append(ctx)
+        self.processes = [
+            sim.spawn(self._rank_main, rank, name=f"rank{rank}") for rank in range(self.nprocs)
+        ]
+
+    # -- one rank -----------------------------------------------------------------------
+    def _rank_main(self, rank: int) -> None:
+        ctx = self.contexts[rank]
+        context.bind(getcurrent(), ctx)
+        ctx.resumed()
+        env = {
+            "__name__": "__main__",
+            "__file__": self.path,
+            "__builtins__": builtins,
+            "__spec__": None,
+            "__package__": None,
+            "__loader__": None,
+            "__doc__": None,
+        }
+        try:
+            try:
+                exec(self.code, env)
+            except SystemExit as exc:
+                code = _exit_code(exc.code, ctx)
+                if code:
+                    self._end(JobResult(code, "failed", self.sim.now, rank), "mpi-rank-failed", ctx)
+            ctx.charge_cpu()
+            ctx.finalized = True
+            self.finished[rank] = True
+            if all(self.finished):
+                self._end(JobResult(0, "ok", self.sim.now))
+            ctx.blocked_in = "MPI_Finalize (finished, waiting for the other ranks)"
+            pml, btl = ctx.pml, ctx.btl
+            while True:
+                if pml.progress() == 0:
+                    btl.wait_for_activity()
+        except (_JobOver, GreenletExit):
+            raise
+        except JobAborted as exc:
+            result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
+            self.result = result
+            self.err.write(
+                TOPICS["mpi-abort"].format(rank=exc.rank, comm=exc.comm_name, code=exc.errorcode)
+                + "\n"
+            )
+            raise _JobOver from None
+        except TransportError as exc:
+            self.result = JobResult(EXIT_TRANSPORT, "transport", self.sim.now, rank)
+            self.err.write(
+                TOPICS["mpi-transport-failed"].format(report=exc.report, rank=rank) + "\n"
+            )
+            raise _JobOver from None
+        except BaseException as exc:  # the program's own failure, reported like Python does
+            ctx.streams["stderr"].write("".join(_program_traceback(exc, self.path)))
+            self._end(JobResult(1, "failed", self.sim.now, rank), "mpi-rank-failed", ctx)
+
+    def _end(self, result: JobResult, topic: str | None = None, ctx=None):
+        self.result = result
+        if ctx is not None:
+            for stream in ctx.streams.values():
+                stream.close()
+        if topic is not None:
+            text = TOPICS[topic].format(
+                rank=result.rank, code=result.exit_code, time=_format_time(result.sim_time_ps)
+            )
+            self.err.write(text + "\n")
+        raise _JobOver
+
+    # -- when nothing can run -----------------------------------------------------------
+    def rank_report(self) -> str:
+        lines = []
+        for ctx in self.contexts:
+            state = ctx.blocked_in or "running"
+            lines.append(f"  rank {ctx.rank}: blocked in {state}")
+            for req in ctx.pml.pending_requests():
+                lines.append(f"    pending request: {req.label}")
+        return "\n".join(lines)
+
+    def close_streams(self) -> None:
+        for ctx in self.contexts:
+            for stream in ctx.streams.values():
+                stream.close()
+
+
+def _exit_code(code, ctx) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    ctx.streams["stderr"].write(f"{code}\n")
+    return 1
+
+
+def _program_traceback(exc: BaseException, path: str) -> list[str]:
+    """The traceback from the program's first frame on (the runner's frames are noise)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != path:
+        tb = tb.tb_next
+    return traceback.format_exception(type(exc), exc, tb or exc.__traceback__)
+
+
+class _Installed:
+    """Swap the interpreter-wide state a job needs, and put it back afterwards."""
+
+    def __init__(self, path: str, argv, out, err):
+        self.path = path
+        self.argv = [path, *argv]
+        self.out = out
+        self.err = err
+
+    def __enter__(self):
+        pkg, mpi = build_modules()
+        self.saved_modules = {
+            k: v for k, v in sys.modules.items() if k == "mpi4py" or k.startswith("mpi4py.")
+        }
+        for k in self.saved_modules:
+            del sys.modules[k]
+        sys.modules["mpi4py"] = pkg
+        sys.modules["mpi4py.MPI"] = mpi
+        self.saved = (sys.stdout, sys.stderr, sys.argv, list(sys.path))
+        sys.stdout = Demux("stdout", self.out)
+        sys.stderr = Demux("stderr", self.err)
+        sys.argv = self.argv
+        sys.path.insert(0, os.path.dirname(self.path))
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout, sys.stderr, sys.argv, sys.path[:] = self.saved
+        for k in [k for k in sys.modules if k == "mpi4py" or k.startswith("mpi4py.")]:
+            del sys.modules[k]
+        sys.modules.update(self.saved_modules)
+        return False
+
+
+def run_job(
+    program: str,
+    nprocs: int,
+    make_btls,
+    argv=(),
+    *,
+    sim: Simulator | None = None,
+    ppn: int = 1,
+    tag_output: bool = False,
+    timeout: float | None = None,
+    cpu_scale: float = 0.0,
+    stdout=None,
+    stderr=None,
+) -> JobResult:
+    """Run ``program`` on ``nprocs`` ranks over ``make_btls(sim, nprocs)`` (one BTL module
+    per rank); write the ranks' output to ``stdout``/``stderr`` (default: sys's)."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    path = os.path.abspath(program)
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), path, "exec")
+    sim = sim if sim is not None else Simulator()
+    btls = make_btls(sim, nprocs)
+    hostnames = [f"node{r // ppn:03d}" for r in range(nprocs)]
+    with _Installed(path, argv, out, err):
+        job = _Job(sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale)
+        until = None if timeout is None else int(timeout * PS_PER_S)
+        try:
+            sim.run(until=until)
+        except _JobOver:
+            pass
+        try:
+            if job.result is None:
+                job.close_streams()
+                timed_out = until is not None and sim.peek() is not None
+                if timed_out:
+                    job.result = JobResult(EXIT_TIMEOUT, "timeout", sim.now)
+                    text = TOPICS["mpi-timeout"].format(limit=timeout, ranks=job.rank_report())
+                else:
+                    job.result = JobResult(EXIT_DEADLOCK, "deadlock", sim.now)
+                    text = TOPICS["mpi-deadlock"].format(
+                        time=_format_time(sim.now), ranks=job.rank_report()
+                    )
+                err.write(text + "\n")
+            else:
+                job.close_streams()
+        finally:
+            for proc in job.processes:
+                glet = proc._greenlet
+                if not glet.dead:
+                    glet.throw(GreenletExit)
+                context.unbind(glet)
+    out.flush()
+    err.flush()
+    return job.result
