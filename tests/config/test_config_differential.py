@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pyopenib.config import SHIPPED_INI, load_device_params, load_mca
-from pyopenib.config.info import render_parsable
+from pyopenib.config.info import render_human, render_parsable
 
 OMPI_INFO = shutil.which("ompi_info")
 OMPI_INI = Path("/usr/share/openmpi/mca-btl-openib-device-params.ini")
@@ -162,3 +162,38 @@ def test_shipped_ini_resolves_every_device_like_open_mpis_file_except_the_new_ke
             va, vb = getattr(a, key), getattr(b, key)
             assert (va and va.value) == (vb and vb.value), (vendor, part, key)
         assert b.credits_on_own_qp is not None
+
+
+def test_human_parameter_and_valid_values_lines_are_identical_to_ompi_info(tmp_path):
+    # An explicit (empty) param file keeps the system file's "btl = ^openib" out, so
+    # ompi_info does not mark the component excluded ("MCA (-)").
+    empty = tmp_path / "empty.conf"
+    empty.write_text("")
+    env = {"OMPI_MCA_mca_base_param_files": str(empty), "OMPI_MCA_btl_openib_mtu": "5"}
+    full = dict(os.environ, HOME=str(tmp_path), **env)
+    theirs = subprocess.run(
+        [OMPI_INFO, "--param", "btl", "openib", "--level", "9"],
+        env=full,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.splitlines()
+    mine = render_human(load_mca(environ=env, home=str(tmp_path)), 9)
+    skip = ("btl_openib_device_param_files", "btl_openib_eager_rdma_num")
+
+    def parameter_lines(lines):
+        found = {}
+        for index, line in enumerate(lines):
+            if 'parameter "' in line:
+                name = line.split('"')[1]
+                valid = [x for x in lines[index + 1 : index + 3] if "Valid values:" in x]
+                found[name] = (line, valid[:1])
+        return found
+
+    theirs_by_name, mine_by_name = parameter_lines(theirs), parameter_lines(mine)
+    shared = sorted(set(theirs_by_name) & set(mine_by_name) - set(skip))
+    assert len(shared) >= 20
+    for name in shared:
+        assert mine_by_name[name] == theirs_by_name[name], name
+    assert mine[1] == theirs[1]  # the group header line
