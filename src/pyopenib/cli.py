@@ -46,6 +46,8 @@ _COMMANDS: list[tuple[str, str]] = [
     (".config.commands", "info"),
     (".config.commands", "ini"),
     (".mpi.commands", "run"),
+    (".btl.commands", "scenario"),
+    (".btl.commands", "demo"),
 ]
 
 _attach_commands()

@@ -306,7 +306,7 @@ class Nic:
         entry[1] = True
         tr = self.sim.tracer
         if tr is not None:
-            tr.emit("hw", "recv_usable", qp.actor, wr_id=entry[0].wr_id)
+            tr.emit("hw", "recv_usable", qp.actor, wr_id=_trace_id(entry[0].wr_id))
 
     def _doorbell_send(self, qp: HwQp, wr: SendWR) -> None:
         if qp.state == QpState.ERROR:
@@ -345,7 +345,7 @@ class Nic:
         entry[1] = True
         tr = self.sim.tracer
         if tr is not None:
-            tr.emit("hw", "recv_usable", qp.actor, wr_id=entry[0].wr_id)
+            tr.emit("hw", "recv_usable", qp.actor, wr_id=_trace_id(entry[0].wr_id))
         self._engine_next(qp)
 
     def _emit(self, qp: HwQp, wr: SendWR) -> None:
@@ -397,7 +397,7 @@ class Nic:
         qp.messages_sent += 1
         tr = self.sim.tracer
         if tr is not None:
-            tr.emit("hw", "send_emit", qp.actor, wr_id=wr.wr_id, op=opcode.name, msn=msn,
+            tr.emit("hw", "send_emit", qp.actor, wr_id=_trace_id(wr.wr_id), op=opcode.name, msn=msn,
                     bytes=msg.packets[-1].msg_len, packets=len(msg.packets))  # fmt: skip
         if not qp.paused:
             qp.tx.extend(msg.packets)
@@ -561,7 +561,7 @@ class Nic:
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("hw", "recv_msg", qp.actor, msn=msn, op=WrOpcode(opcode).name, bytes=length,
-                    wr_id=wr.wr_id if wr is not None else -1)  # fmt: skip
+                    wr_id=_trace_id(wr.wr_id) if wr is not None else -1)  # fmt: skip
 
     def _take_recv(self, qp: HwQp):
         if qp.srq is not None:
@@ -742,7 +742,14 @@ class Nic:
         self._push_cqe(qp, qp.send_cq, wc, True)
         tr = self.sim.tracer
         if tr is not None:
-            tr.emit("hw", "wc_error", qp.actor, wr_id=wr.wr_id, status=status.name, reason=reason)
+            tr.emit(
+                "hw",
+                "wc_error",
+                qp.actor,
+                wr_id=_trace_id(wr.wr_id),
+                status=status.name,
+                reason=reason,
+            )
         self._to_error(qp, None)
 
     def _to_error(self, qp: HwQp, async_reason: str | None) -> None:
@@ -789,6 +796,12 @@ class Nic:
                 when = qp.last_recv_cqe
             qp.last_recv_cqe = when
         self.sim.schedule(when - self.sim.now, cq.push, wc)
+
+
+def _trace_id(wr_id) -> int:
+    """A wr_id as a trace value: ints as they are; objects by their ``trace_id`` (a
+    deterministic number), never by ``repr`` (addresses differ between runs)."""
+    return wr_id if type(wr_id) is int else getattr(wr_id, "trace_id", -1)
 
 
 def _flush_wc(qp: HwQp, wr, opcode: WcOpcode) -> WorkCompletion:

@@ -1,0 +1,57 @@
+"""Fragments and the openib header, as on the wire.
+
+``mca_btl_openib_header_t`` is 4 bytes: ``tag:u8, cm_seen:u8, credits:u16``. Control
+messages use tag ``MCA_BTL_TAG_IB`` (0x20) and start their payload with a 1-byte type;
+an explicit credit message's body is ``type:u8, qpn:u8, rdma_credits:u16``. Header bytes
+are counted in the wire size, as in Open MPI.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+__all__ = ["Frag", "HEADER", "TAG_IB", "CTL_CREDITS", "CTL_CTS", "CREDIT_BODY"]
+
+HEADER = struct.Struct("<BBH")
+CREDIT_BODY = struct.Struct("<BBH")
+TAG_IB = 0x20
+CTL_CREDITS = 0
+CTL_RDMA = 1
+CTL_COALESCED = 2
+CTL_CTS = 3
+HDR_LEN = HEADER.size
+
+SEND = 0
+RECV = 1
+CREDIT = 2
+CTS = 3
+RDMA = 4
+
+
+class Frag:
+    """A registered buffer and what it is being used for (Open MPI's frag descriptors).
+
+    ``qp`` is the receive-queue index whose buffers this frag belongs to (its size
+    class); ``order`` the QP it is posted on (differs from ``qp`` for credit buffers
+    and credit messages under the ``smallest`` policy).
+    """
+
+    __slots__ = ("kind", "buf", "mr", "qp", "order", "ep", "length", "tag", "on_complete",
+                 "high", "credit_qp", "payload_len", "trace_id")  # fmt: skip
+
+    def __init__(self, kind: int, buf: np.ndarray, mr, qp: int, trace_id: int = -1):
+        self.trace_id = trace_id
+        self.kind = kind
+        self.buf = buf
+        self.mr = mr
+        self.qp = qp
+        self.order = qp
+        self.ep = None
+        self.length = 0
+        self.tag = 0
+        self.on_complete = None
+        self.high = False
+        self.credit_qp = qp
+        self.payload_len = 0

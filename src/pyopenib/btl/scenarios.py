@@ -1,0 +1,265 @@
+"""Built-in BTL-level workloads: see the credit race happen before the MPI layer exists.
+
+Each rank is a greenlet that drives its BTL module the way a PML would (send, progress,
+wait for activity). Payloads carry (source, stream, sequence) and a fill byte so that
+delivery is checked: every fragment exactly once, in order per QP, intact.
+
+* ``pingpong``: rank 0 and 1 bounce one small message.
+* ``stream``:   rank 0 sends windows of mixed-size fragments to rank 1.
+* ``bibw``:     both ranks keep windows of mixed-size fragments in flight at once, on
+                several QPs — the pattern of the seed's race.
+* ``incast``:   ranks 1..N-1 stream to rank 0 through one switch port.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..errors import PyopenibError, register_topics
+from ..sim import NominalOracle, RandomOracle, Simulator, Tracer
+from .cluster import build_job_btls
+from .interface import TransportError
+
+__all__ = ["SCENARIOS", "ScenarioResult", "run_scenario"]
+
+DEFAULT_QUEUES = "P,128,256,192,128:P,65536,256,192,128"
+"""IBM eHCA's entry in Open MPI's INI file: two per-peer queues on one connection, the
+smallest configuration in which the cross-QP credit race exists."""
+
+_TAG = 1
+_STAMP = struct.Struct("<HHI")  # source rank, size class, sequence number
+
+register_topics(
+    {
+        "scenario-unknown": "unknown scenario {name!r}; choose one of: {valid}",
+        "scenario-delivery": "delivery check failed: {detail}",
+    }
+)
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    completed: bool
+    failure: TransportError | None
+    hung: str | None
+    sim_time_ps: int
+    frags_per_qp: dict = field(default_factory=dict)
+    bytes_per_qp: dict = field(default_factory=dict)
+    credit_msgs_per_qp: dict = field(default_factory=dict)
+    piggybacked_per_qp: dict = field(default_factory=dict)
+    rnr_naks: int = 0
+    delivered: int = 0
+    tracer: Tracer | None = None
+    modules: list = field(default_factory=list)
+
+
+class _Checker:
+    """Delivery invariant: per (src, dst, size class) sequence numbers strictly +1."""
+
+    def __init__(self):
+        self.next_seq = defaultdict(int)
+        self.delivered = 0
+
+    def stamp(self, buf: bytearray, src: int, cls: int, seq: int) -> None:
+        _STAMP.pack_into(buf, 0, src, cls, seq)
+        fill = (src * 31 + seq) & 0xFF
+        buf[_STAMP.size :] = bytes([fill]) * (len(buf) - _STAMP.size)
+
+    def check(self, dst: int, peer: int, data: memoryview) -> None:
+        src, cls, seq = _STAMP.unpack_from(data, 0)
+        key = (src, dst, cls)
+        if src != peer or seq != self.next_seq[key]:
+            raise PyopenibError("scenario-delivery", detail=(
+                f"rank {dst} got seq {seq} of class {cls} from {src} (via peer {peer}), "
+                f"expected {self.next_seq[key]}"))  # fmt: skip
+        fill = (src * 31 + seq) & 0xFF
+        body = bytes(data[_STAMP.size :])
+        if body.count(fill) != len(body):
+            raise PyopenibError("scenario-delivery", detail=f"payload corrupted: {key} seq {seq}")
+        self.next_seq[key] = seq + 1
+        self.delivered += 1
+
+
+def _sizes(queues) -> list[int]:
+    """One payload size per receive queue: fills each queue's buffers (mixed sizes)."""
+    return [max(_STAMP.size, q.size) for q in queues]
+
+
+def _attach(btl, checker) -> dict:
+    """Register the scenario's receive callback; returns the rank's counters."""
+    state = {"done": 0, "recv": 0}
+
+    def on_recv(peer, data):
+        checker.check(btl.rank, peer, data)
+        state["recv"] += 1
+
+    btl.register_recv(_TAG, on_recv)
+    return state
+
+
+def _drive(btl, state, plan, expect_recv, window, checker):
+    """A PML-like driver: send ``plan`` ((peer, size, class), ...) keeping at most
+    ``window`` sends uncompleted; progress until all completed and all expected arrived."""
+    seqs = defaultdict(int)
+
+    def done():
+        state["done"] += 1
+
+    issued = 0
+    total = len(plan)
+    while state["done"] < total or state["recv"] < expect_recv:
+        while issued < total and issued - state["done"] < window:
+            peer, size, cls = plan[issued]
+            buf = bytearray(size)
+            checker.stamp(buf, btl.rank, cls, seqs[(peer, cls)])
+            seqs[(peer, cls)] += 1
+            btl.send(peer, _TAG, buf, done)
+            issued += 1
+        if btl.progress() == 0:
+            btl.wait_for_activity()
+
+
+def _plans(name: str, nprocs: int, queues, iterations: int):
+    sizes = _sizes(queues)
+    ncls = len(sizes)
+    plans = {r: [] for r in range(nprocs)}
+    if name == "pingpong":
+        return plans  # handled separately
+    if name == "stream":
+        plans[0] = [(1, sizes[i % ncls], i % ncls) for i in range(iterations)]
+    elif name == "bibw":
+        # Rank 0 sends medium fragments (the large queue's buffers, partly filled) mixed
+        # with small ones; rank 1 answers with bursts of full-size fragments between runs
+        # of small ones. Both directions, every QP in use: rank 1's large sends keep its
+        # large QP's send queue deep while rank 0's medium fragments consume its
+        # receive buffers quickly — the pattern in which the seed saw the race.
+        medium = max(_STAMP.size, min(sizes[-1], 4 * sizes[0], 4096))
+        if ncls > 1:
+            medium = max(medium, sizes[-2] + 1)
+        plans[0] = [(1, sizes[0], 0) if i % 4 == 0 else (1, medium, ncls - 1)
+                    for i in range(iterations)]  # fmt: skip
+        plans[1] = [(0, sizes[-1], ncls - 1) if i % 64 < 8 else (0, sizes[0], 0)
+                    for i in range(iterations)]  # fmt: skip
+    elif name == "incast":
+        for r in range(1, nprocs):
+            plans[r] = [(0, sizes[i % ncls], i % ncls) for i in range(iterations)]
+    return plans
+
+
+SCENARIOS = ("pingpong", "stream", "bibw", "incast")
+
+
+def run_scenario(
+    name: str,
+    device: str = "chelsio-t3",
+    peer_device: str | None = None,
+    credits_qp: str | None = None,
+    mca_pairs=(),
+    seed: int = 0,
+    randomize: bool = False,
+    trace: bool = False,
+    nprocs: int | None = None,
+    iterations: int | None = None,
+    window: int = 1024,
+    check_invariants: bool = True,
+    oracle=None,
+) -> ScenarioResult:
+    if name not in SCENARIOS:
+        raise PyopenibError("scenario-unknown", name=name, valid=", ".join(SCENARIOS))
+    nprocs = nprocs or (4 if name == "incast" else 2)
+    pairs = list(mca_pairs)
+    names = {k for k, _ in pairs}
+    if "btl_openib_receive_queues" not in names:
+        pairs.append(("btl_openib_receive_queues", DEFAULT_QUEUES))
+    if credits_qp is not None:
+        pairs = [(k, v) for k, v in pairs if k != "btl_openib_credits_qp"]
+        pairs.append(("btl_openib_credits_qp", credits_qp))
+    tracer = Tracer() if trace else None
+    if oracle is None:
+        oracle = RandomOracle(seed) if randomize else NominalOracle()
+    sim = Simulator(seed=seed, oracle=oracle, tracer=tracer)
+    devices = [device] + [peer_device or device] * (nprocs - 1)
+    btls = build_job_btls(sim, nprocs, devices, pairs, check_invariants=check_invariants)
+    queues = btls[0].queues
+    checker = _Checker()
+    if iterations is None:
+        iterations = {"pingpong": 100, "stream": 2000, "bibw": 2000, "incast": 500}[name]
+    failures: list[TransportError] = []
+
+    if name == "pingpong":
+        size = _sizes(queues)[0]
+
+        def pp_rank(btl):
+            state = _attach(btl, checker)
+            peer = 1 - btl.rank
+            seq = 0
+            for i in range(iterations):
+                if (i % 2) == btl.rank:
+                    buf = bytearray(size)
+                    checker.stamp(buf, btl.rank, 0, seq)
+                    seq += 1
+                    btl.send(peer, _TAG, buf)
+                else:
+                    target = state["recv"] + 1
+                    while state["recv"] < target:
+                        if btl.progress() == 0:
+                            btl.wait_for_activity()
+            while btl.progress():
+                pass
+
+        bodies = {r: (pp_rank, btls[r]) for r in range(2)}
+    else:
+        plans = _plans(name, nprocs, queues, iterations)
+        expect = defaultdict(int)
+        for plan in plans.values():
+            for peer, _, _ in plan:
+                expect[peer] += 1
+
+        def rank_body(btl):
+            state = _attach(btl, checker)
+            _drive(btl, state, plans[btl.rank], expect[btl.rank], window, checker)
+
+        bodies = {r: (rank_body, btls[r]) for r in range(nprocs)}
+
+    def guarded(fn, btl):
+        try:
+            fn(btl)
+        except TransportError as exc:
+            failures.append(exc)
+
+    for r, (fn, btl) in bodies.items():
+        sim.spawn(guarded, fn, btl, name=f"rank{r}")
+    while True:
+        sim.run(max_events=2_000_000)
+        if failures or sim.peek() is None:
+            break
+        if sim.now > 60 * 10**12:
+            break
+    # a rank blocked in wait_for_activity after its peer failed: report the first failure
+    first = min(failures, key=lambda e: e.time_ps) if failures else None
+    if first is None:
+        for b in btls:
+            if b.failed is not None:
+                first = b.failed
+                break
+    blocked = sim.blocked_processes()
+    hung = None
+    if first is None and blocked:
+        hung = "ranks blocked with nothing left to happen: " + ", ".join(p.name for p in blocked)
+    result = ScenarioResult(name, first is None and hung is None, first, hung, sim.now,
+                            tracer=tracer, modules=btls)  # fmt: skip
+    for q in range(len(queues)):
+        result.frags_per_qp[q] = sum(b.frags_sent[q] for b in btls)
+        result.bytes_per_qp[q] = sum(b.bytes_sent[q] for b in btls)
+        result.credit_msgs_per_qp[q] = sum(b.credit_msgs_on[q] for b in btls)
+        result.piggybacked_per_qp[q] = sum(
+            ep.piggybacked[q] for b in btls for ep in b.endpoints.values()
+        )
+    result.rnr_naks = sum(
+        qp.hw.rnr_naks_received for b in btls for ep in b.endpoints.values() for qp in ep.qps if qp
+    )
+    result.delivered = checker.delivered
+    return result
