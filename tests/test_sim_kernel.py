@@ -20,7 +20,7 @@ def test_events_at_equal_times_run_in_scheduling_order():
 def test_cancelled_timer_never_fires():
     sim = Simulator()
     seen = []
-    t = sim.schedule(10, seen.append, "x")
+    t = sim.timer(10, seen.append, "x")
     sim.schedule(5, t.cancel)
     sim.run()
     assert seen == [] and t.cancelled
@@ -138,3 +138,22 @@ def test_scripted_oracle_enumerates_every_combination_exactly_once():
                 stack.append(oracle.choices[:i] + [alt])
     assert len(seen) == 18
     assert len(set(seen)) == 18
+
+
+def test_run_until_keeps_fifo_order_of_the_entry_it_puts_back():
+    sim = Simulator()
+    seen = []
+    sim.schedule(300, seen.append, "a")
+    sim.schedule(300, seen.append, "b")
+    assert sim.run(until=200) == 0 and sim.now == 200
+    sim.schedule(100, seen.append, "c")
+    assert sim.run() == 3
+    assert seen == ["a", "b", "c"] and sim.events_run == 3
+
+
+def test_cancelled_timer_is_skipped_by_peek():
+    sim = Simulator()
+    t = sim.timer(10, print)
+    sim.schedule(20, print)
+    t.cancel()
+    assert sim.peek() == 20

@@ -45,9 +45,13 @@ class Endpoint:
         self.pending_lazy: deque = deque()
         self.no_wqe_pending = [(deque(), deque()) for _ in range(n)]
         self.no_credits_pending = [(deque(), deque()) for _ in range(n)]
-        # statistics the scenarios report
+        # statistics the scenarios report, and the counters of the conservation check
         self.credit_msgs_sent = [0] * n
         self.piggybacked = [0] * n
+        self.data_sent = [0] * n
+        self.data_received = [0] * n
+        self.credits_sent = [0] * n
+        self.credits_received = [0] * n
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.module.rank}->{self.peer} {self.state}>"

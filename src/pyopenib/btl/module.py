@@ -391,8 +391,10 @@ class OpenibModule:
         if self.queues[q].kind == "P":
             credits = ep.rd_credits[q]
             ep.rd_credits[q] = 0
+            ep.data_sent[q] += 1
             if credits:
                 ep.piggybacked[q] += credits
+                ep.credits_sent[q] += credits
         cm_seen = self._take_cm_seen(ep, q)
         HEADER.pack_into(frag.buf, 0, frag.tag, cm_seen, credits)
         self.frags_sent[q] += 1
@@ -494,6 +496,7 @@ class OpenibModule:
             ep.credit_frag[q] = frag
         credits = ep.rd_credits[q]
         ep.rd_credits[q] = 0
+        ep.credits_sent[q] += credits
         cm_seen = self._take_cm_seen(ep, q)
         HEADER.pack_into(frag.buf, 0, TAG_IB, cm_seen, credits)
         CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CREDITS, q, 0)
@@ -585,12 +588,14 @@ class OpenibModule:
                 ep.cm_received[cqp] += 1
             else:
                 ep.rd_posted[rqp] -= 1
+                ep.data_received[rqp] += 1
             self._post_rr(ep, cqp)
         else:
             self.srq_rd_posted[rqp] -= 1
             self._post_srr(rqp)
         if credits:
             ep.sd_credits[cqp] += credits
+            ep.credits_received[cqp] += credits
             self._trace("credits_in", ep, qp=cqp, credits=credits, explicit=is_credit_msg)
             self._progress_no_credits_pending(ep)
         self._send_credits(ep, cqp)
@@ -660,6 +665,29 @@ class OpenibModule:
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("btl", kind, f"rank{self.rank}->{ep.peer if ep else '?'}", **fields)
+
+    def assert_conservation(self, peer_module) -> None:
+        """Per P queue and direction (me -> peer): my sd_credits + my fragments in flight
+        + buffers the peer consumed and has not re-posted + credits the peer owes me +
+        credits on their way back == rd_num. A leak or a double count breaks it."""
+        ep = self.endpoints.get(peer_module.rank)
+        pep = peer_module.endpoints.get(self.rank)
+        if ep is None or pep is None or ep.state != CONNECTED or pep.state != CONNECTED:
+            return
+        for q, spec in enumerate(self.queues):
+            if spec.kind != "P":
+                continue
+            in_flight = ep.data_sent[q] - pep.data_received[q]
+            returning = pep.credits_sent[q] - ep.credits_received[q]
+            total = (ep.sd_credits[q] + in_flight + (spec.rd_num - pep.rd_posted[q])
+                     + pep.rd_credits[q] + returning)  # fmt: skip
+            if total != spec.rd_num:
+                raise AssertionError(
+                    f"credits of QP {q} from rank {self.rank} to {peer_module.rank} not "
+                    f"conserved: sd_credits {ep.sd_credits[q]} + in flight {in_flight} + "
+                    f"unposted {spec.rd_num - pep.rd_posted[q]} + owed {pep.rd_credits[q]} + "
+                    f"returning {returning} = {total} != rd_num {spec.rd_num}"
+                )
 
     def assert_invariants(self) -> None:
         """Per-endpoint credit invariants that must hold between progress calls."""

@@ -233,7 +233,12 @@ def run_scenario(
     for r, (fn, btl) in bodies.items():
         sim.spawn(guarded, fn, btl, name=f"rank{r}")
     while True:
-        sim.run(max_events=2_000_000)
+        sim.run(max_events=20_000 if check_invariants else 2_000_000)
+        if check_invariants and not failures:
+            for a in btls:
+                for b in btls:
+                    if a is not b:
+                        a.assert_conservation(b)
         if failures or sim.peek() is None:
             break
         if sim.now > 60 * 10**12:

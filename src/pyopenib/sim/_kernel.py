@@ -18,7 +18,6 @@ Semantics (what the rest of the project may rely on):
 
 from __future__ import annotations
 
-from functools import partial
 from heapq import heappop, heappush
 
 from greenlet import getcurrent, greenlet
@@ -34,30 +33,44 @@ PS_PER_US = 1_000_000
 PS_PER_S = 1_000_000_000_000
 
 
-def _cancelled(*_args):
-    """Stands in for the callback of a cancelled timer (the heap entry stays)."""
+class Timer:
+    """A cancellable callback (``Simulator.timer``): the heap entry calls it, it calls ``fn``.
 
-
-class Timer(list):
-    """A heap entry ``[time, seq, fn, args]``; ``cancel()`` makes it a no-op.
-
-    Being the heap entry itself, a timer costs no extra allocation; the run loop needs no
-    "is it cancelled?" test because a cancelled entry simply calls a no-op.
+    Plain ``schedule`` entries are bare tuples, the cheapest thing heapq can hold; only the
+    few callbacks that may be withdrawn (retransmission, RNR and connection timers) pay for
+    this object.
     """
 
-    __slots__ = ()
+    __slots__ = ("when", "fn", "args", "cancelled")
+
+    def __init__(self, when, fn, args):
+        self.when = when
+        self.fn = fn
+        self.args = args
+        self.cancelled = False
+
+    def __call__(self):
+        if not self.cancelled:
+            self.fn(*self.args)
 
     def cancel(self) -> None:
-        self[2] = _cancelled
-        self[3] = ()
+        self.cancelled = True
+        self.fn = self.args = None
 
-    @property
-    def when(self) -> int:
-        return self[0]
 
-    @property
-    def cancelled(self) -> bool:
-        return self[2] is _cancelled
+class _Resume:
+    """Event callback that resumes a waiting process through the heap, at the same instant."""
+
+    __slots__ = ("sim", "switch")
+
+    def __init__(self, sim, switch):
+        self.sim = sim
+        self.switch = switch
+
+    def __call__(self, value):
+        sim = self.sim
+        sim._seq = seq = sim._seq + 1
+        heappush(sim._heap, (sim.now, seq, self.switch, (value,)))
 
 
 class Process(Event):
@@ -98,22 +111,26 @@ class Simulator:
         self._processes: list[Process] = []
 
     # -- scheduling ---------------------------------------------------------------------
-    def schedule(self, delay: int, fn, *args) -> Timer:
-        """Run ``fn(*args)`` ``delay`` picoseconds from now; returns a cancellable timer."""
+    def schedule(self, delay: int, fn, *args) -> None:
+        """Run ``fn(*args)`` ``delay`` picoseconds from now (not cancellable: see ``timer``)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         self._seq = seq = self._seq + 1
-        entry = Timer((self.now + delay, seq, fn, args))
-        heappush(self._heap, entry)
-        return entry
+        heappush(self._heap, (self.now + delay, seq, fn, args))
 
-    def schedule_at(self, when: int, fn, *args) -> Timer:
-        return self.schedule(when - self.now, fn, *args)
+    def schedule_at(self, when: int, fn, *args) -> None:
+        self.schedule(when - self.now, fn, *args)
+
+    def timer(self, delay: int, fn, *args) -> Timer:
+        """Like ``schedule`` but returns a ``Timer`` whose ``cancel()`` withdraws the call."""
+        timer = Timer(self.now + delay, fn, args)
+        self.schedule(delay, timer)
+        return timer
 
     def peek(self) -> int | None:
         """Time of the next pending event, or None when nothing is scheduled."""
         heap = self._heap
-        while heap and heap[0][2] is _cancelled:
+        while heap and type(heap[0][2]) is Timer and heap[0][2].cancelled:
             heappop(heap)
         return heap[0][0] if heap else None
 
@@ -122,20 +139,35 @@ class Simulator:
         self._loop = getcurrent()
         heap = self._heap
         pop = heappop
-        limit = until if until is not None else 1 << 126
-        budget = max_events if max_events is not None else 1 << 62
-        ran = 0
-        while heap and ran < budget:
-            entry = heap[0]
-            when = entry[0]
-            if when > limit:
-                break
-            pop(heap)
-            self.now = when
-            entry[2](*entry[3])
-            ran += 1
-        if until is not None and (not heap or heap[0][0] > until) and self.now < until:
+        # Every push is one pop: the count is the sequence numbers handed out meanwhile plus
+        # the shrinkage of the heap, so the loops below keep no counter of their own.
+        start = self._seq - len(heap)
+        if until is None and max_events is None:
+            while heap:
+                when, _seq, fn, args = pop(heap)
+                self.now = when
+                fn(*args)
+        elif max_events is None:
+            limit = until
+            while heap:
+                entry = pop(heap)
+                when = entry[0]
+                if when > limit:
+                    heappush(heap, entry)  # same seq: FIFO order is unchanged
+                    break
+                self.now = when
+                entry[2](*entry[3])
+        else:
+            limit = until if until is not None else 1 << 126
+            for _ in range(max_events):
+                if not heap or heap[0][0] > limit:
+                    break
+                when, _seq, fn, args = pop(heap)
+                self.now = when
+                fn(*args)
+        if until is not None and self.now < until and (not heap or heap[0][0] > until):
             self.now = until
+        ran = self._seq - len(heap) - start
         self.events_run += ran
         return ran
 
@@ -150,10 +182,14 @@ class Simulator:
     def sleep(self, delay: int) -> None:
         """Block the calling process for ``delay`` picoseconds."""
         current = getcurrent()
-        if current is self._loop:
+        loop = self._loop
+        if current is loop:
             raise RuntimeError("sleep() called outside a process")
-        self.schedule(delay, current.switch)
-        self._loop.switch()
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        self._seq = seq = self._seq + 1
+        heappush(self._heap, (self.now + delay, seq, current.switch, ()))
+        loop.switch()
 
     def wait(self, event: Event):
         """Block the calling process until ``event`` triggers; returns its value."""
@@ -164,7 +200,7 @@ class Simulator:
             raise RuntimeError("wait() called outside a process")
         # Resume through the heap, never by switching from inside the triggering code:
         # the process that triggered the event must keep running until it blocks.
-        event.callbacks.append(partial(self.schedule, 0, current.switch))
+        event.callbacks.append(_Resume(self, current.switch))
         return self._loop.switch()
 
     def event(self) -> Event:
@@ -198,3 +234,11 @@ def make_simulator(seed: int = 0, randomize: bool = False, tracer: Tracer | None
     """A simulator with the nominal oracle, or a seeded random one when ``randomize``."""
     oracle = RandomOracle(seed) if randomize else NominalOracle()
     return Simulator(seed=seed, oracle=oracle, tracer=tracer)
+
+
+# CPython 3.11 specialises (quickens) a function's bytecode only from its 8th call on, and a
+# simulation calls run() once: without these calls its hot loop would run generic bytecode
+# for the whole simulation. Harmless on later versions.
+for _ in range(8):
+    Simulator().run()
+del _
