@@ -138,6 +138,8 @@ class OpenibModule:
             if ep.state == CLOSED:
                 self._connect(ep)
             return
+        if self._queue_behind_pending(ep, frag):
+            return
         self._start_send(ep, frag)
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
@@ -356,6 +358,23 @@ class OpenibModule:
             self._start_send(ep, frag)
 
     # -- sending --------------------------------------------------------------------------
+    def _queue_behind_pending(self, ep: Endpoint, frag: Frag) -> bool:
+        """Keep each QP's order: queue a new fragment behind fragments of its queue and
+        priority already waiting for a WQE or a credit. (Open MPI lets a new fragment
+        pass queued ones when a credit is free at that instant; see compatibility.md.)"""
+        q = frag.qp
+        p = 0 if frag.high else 1
+        if ep.no_wqe_pending[q][p]:
+            ep.no_wqe_pending[q][p].append(frag)
+            return True
+        waiting = (
+            ep.no_credits_pending[q][p] if self.queues[q].kind == "P" else self.srq_pending[q][p]
+        )
+        if waiting:
+            waiting.append(frag)
+            return True
+        return False
+
     def _start_send(self, ep: Endpoint, frag: Frag) -> None:
         q = frag.qp
         p = 0 if frag.high else 1

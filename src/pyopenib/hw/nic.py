@@ -123,7 +123,7 @@ class _Msg:
 class HwSrq:
     """A shared receive queue: receives usable ``recv_usable`` after posting, limit event."""
 
-    __slots__ = ("nic", "max_wr", "entries", "limit", "armed", "srq_num")
+    __slots__ = ("nic", "max_wr", "entries", "limit", "armed", "srq_num", "last_ready")
 
     def __init__(self, nic, max_wr: int, srq_num: int):
         self.nic = nic
@@ -132,12 +132,17 @@ class HwSrq:
         self.limit = 0
         self.armed = False
         self.srq_num = srq_num
+        self.last_ready = 0
 
     def post(self, wr: RecvWR) -> None:
         entry = [wr, False]
         self.entries.append(entry)
-        m = self.nic.model.recv_usable
-        self.nic.sim.schedule(self.nic.sim.duration("nic.recv_usable", *m), _mark_usable, entry)
+        sim = self.nic.sim
+        when = sim.now + sim.duration("nic.recv_usable", *self.nic.model.recv_usable)
+        if when < self.last_ready:
+            when = self.last_ready  # receives become usable in posting order
+        self.last_ready = when
+        sim.schedule(when - sim.now, _mark_usable, entry)
 
     def take(self):
         entries = self.entries
@@ -197,6 +202,8 @@ class HwQp:
         self.rnr_waiting = False
         self.last_send_cqe = 0
         self.last_recv_cqe = 0
+        self.last_doorbell = 0
+        self.last_rq_ready = 0
         # statistics
         self.rnr_naks_sent = 0
         self.rnr_naks_received = 0
@@ -286,7 +293,7 @@ class Nic:
             return
         m = self.model
         delay = self._dur("nic.doorbell", m.host_post) + self._dur("nic.pcie", m.pcie_latency)
-        self.sim.schedule(delay, self._doorbell_send, qp, wr)
+        self.sim.schedule(self._in_order(qp, delay), self._doorbell_send, qp, wr)
 
     def post_recv(self, qp: HwQp, wr: RecvWR) -> None:
         entry = [wr, False]
@@ -297,10 +304,23 @@ class Nic:
         m = self.model
         if self.shared_wq:
             delay = self._dur("nic.doorbell", m.host_post) + self._dur("nic.pcie", m.pcie_latency)
-            self.sim.schedule(delay, self._doorbell_recv, qp, entry)
+            self.sim.schedule(self._in_order(qp, delay), self._doorbell_recv, qp, entry)
         else:
             delay = self._dur("nic.recv_usable", m.recv_usable)
-            self.sim.schedule(delay, self._recv_usable_split, qp, entry)
+            when = self.sim.now + delay
+            if when < qp.last_rq_ready:
+                when = qp.last_rq_ready
+            qp.last_rq_ready = when
+            self.sim.schedule(when - self.sim.now, self._recv_usable_split, qp, entry)
+
+    def _in_order(self, qp: HwQp, delay: int) -> int:
+        """Doorbells of one QP reach the NIC in the order they were rung (PCIe posted
+        writes are ordered), whatever durations the oracle picked."""
+        when = self.sim.now + delay
+        if when < qp.last_doorbell:
+            when = qp.last_doorbell
+        qp.last_doorbell = when
+        return when - self.sim.now
 
     def _recv_usable_split(self, qp: HwQp, entry) -> None:
         entry[1] = True

@@ -19,7 +19,8 @@ __all__ = ["Fabric"]
 
 
 class _SwitchPort:
-    __slots__ = ("nic", "ps_per_byte", "link_latency", "busy_until", "bytes_out")
+    __slots__ = ("nic", "ps_per_byte", "link_latency", "busy_until", "bytes_out", "last_in",
+                 "last_out")  # fmt: skip
 
     def __init__(self, nic, ps_per_byte: float, link_latency):
         self.nic = nic
@@ -27,6 +28,8 @@ class _SwitchPort:
         self.link_latency = link_latency
         self.busy_until = 0
         self.bytes_out = 0
+        self.last_in = 0  # a link is FIFO: no packet overtakes an earlier one
+        self.last_out = 0
 
 
 class Fabric:
@@ -57,7 +60,11 @@ class Fabric:
         delay = sim.duration("wire.link", lat[0], lat[1], lat[2])
         sw = self._switch_latency
         delay += sim.duration("wire.switch", sw[0], sw[1], sw[2])
-        sim.schedule(delay, self._at_switch_output, pkt)
+        when = sim.now + delay
+        if when < src.last_in:
+            when = src.last_in
+        src.last_in = when
+        sim.schedule(when - sim.now, self._at_switch_output, pkt)
 
     def _at_switch_output(self, pkt: Packet) -> None:
         sim = self.sim
@@ -72,4 +79,7 @@ class Fabric:
         self.packets_forwarded += 1
         lat = out.link_latency
         arrive = end + sim.duration("wire.link", lat[0], lat[1], lat[2])
+        if arrive < out.last_out:
+            arrive = out.last_out
+        out.last_out = arrive
         sim.schedule(arrive - now, out.nic.receive_packet, pkt)

@@ -1,0 +1,77 @@
+"""The seed's race and its fix, end to end on the BTL: Chelsio T3 (shared SQ/RQ work
+queue) terminates the connection when the credits of QP 1 travel on QP 0; with the
+credits of each QP on that QP the same workload completes. Invariants are checked on
+every run (check_invariants=True is the scenarios' default)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyopenib.btl.scenarios import run_scenario
+
+
+def test_bibw_on_chelsio_t3_with_smallest_policy_is_terminated_on_the_large_qp():
+    r = run_scenario("bibw", device="chelsio-t3", credits_qp="smallest", trace=True)
+    assert not r.completed
+    assert r.failure.status == "QP_FATAL" and r.failure.qp_index == 1
+    assert "no usable receive buffer" in r.failure.report
+    kinds = [e[2] for e in r.tracer.events]
+    # the credits that let the peer send came over QP 0 before the TERMINATE
+    credit = max(i for i, e in enumerate(r.tracer.events[: kinds.index("terminate_sent")])
+                 if e[2] == "credit_msg" and dict(e[4])["qp"] == 1)  # fmt: skip
+    assert dict(r.tracer.events[credit][4])["on_qp"] == 0
+
+
+@pytest.mark.parametrize("policy", ["own", "auto"])
+def test_bibw_on_chelsio_t3_with_own_policy_completes(policy):
+    r = run_scenario("bibw", device="chelsio-t3", credits_qp=policy)
+    assert r.completed, r.failure and r.failure.report
+    assert r.credit_msgs_per_qp[1] > 0  # QP 1's credits really travelled on QP 1
+    assert r.delivered == 4000
+
+
+@pytest.mark.parametrize("policy", ["smallest", "own"])
+def test_bibw_on_connectx_completes_with_either_policy(policy):
+    r = run_scenario("bibw", device="connectx", credits_qp=policy)
+    assert r.completed
+
+
+def test_same_seed_same_trace():
+    a = run_scenario("bibw", device="chelsio-t3", credits_qp="own", trace=True, randomize=True,
+                     seed=5, iterations=300)  # fmt: skip
+    b = run_scenario("bibw", device="chelsio-t3", credits_qp="own", trace=True, randomize=True,
+                     seed=5, iterations=300)  # fmt: skip
+    assert a.tracer.digest() == b.tracer.digest()
+
+
+def test_mixed_cluster_each_process_applies_its_own_policy():
+    r = run_scenario("bibw", device="chelsio-t3", credits_qp=None,
+                     mca_pairs=[("btl_openib_device_type", "all")], iterations=600)  # fmt: skip
+    assert r.completed
+
+
+@pytest.mark.parametrize("name", ["pingpong", "stream", "incast"])
+def test_other_scenarios_complete_on_t3_with_own(name):
+    r = run_scenario(name, device="chelsio-t3", credits_qp="own", iterations=400)
+    assert r.completed, r.failure and r.failure.report
+
+
+QUEUES = [
+    "P,128,256,192,128:P,65536,256,192,128",
+    "P,128,32,24,16:P,4096,16,12:P,65536,16,12,8",
+    "P,256,64:P,65536,64",
+]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    name=st.sampled_from(["stream", "bibw", "incast"]),
+    device=st.sampled_from(["chelsio-t3", "chelsio-t4", "connectx", "ibm-ehca"]),
+    queues=st.sampled_from(QUEUES),
+    iterations=st.integers(20, 300),
+    seed=st.integers(0, 1000),
+)
+def test_own_policy_never_breaks_an_invariant(name, device, queues, iterations, seed):
+    r = run_scenario(name, device=device, credits_qp="own", iterations=iterations, seed=seed,
+                     randomize=True, mca_pairs=[("btl_openib_receive_queues", queues)])  # fmt: skip
+    assert r.completed, r.failure and r.failure.report
