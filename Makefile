@@ -27,9 +27,9 @@ $(STAMP_BENCH): pyproject.toml | $(PY)
 
 # Debian's Open MPI is the reference for the differential tests (ompi_info, its INI file).
 openmpi:
-	@command -v ompi_info >/dev/null 2>&1 || { \
+	@{ command -v ompi_info && command -v mpicc; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null; \
 	  else echo "ompi_info not found and cannot install openmpi-bin: differential tests will be skipped"; fi; }
 
 demo: $(STAMP_BASE)
@@ -39,7 +39,7 @@ lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
-test: $(STAMP_TEST) openmpi lint
+test: openmpi $(STAMP_TEST) lint
 	$(PY) -m pytest
 
 bench: $(STAMP_BENCH)

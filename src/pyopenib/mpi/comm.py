@@ -235,8 +235,9 @@ class Comm:
         return Prequest(lambda: self._start_recv(msg.data, source, tag, label), "recv", None, label)
 
     def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> bool:
-        ctx = current()
-        ctx.pml.progress()
+        if self._probe_now(source, tag, status):
+            return True
+        current().poll()
         return self._probe_now(source, tag, status)
 
     def _probe_now(self, source, tag, status) -> bool:

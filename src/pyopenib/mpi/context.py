@@ -17,6 +17,10 @@ __all__ = ["JobAborted", "RankContext", "bind", "current", "lookup", "unbind"]
 
 _CONTEXTS: dict = {}
 
+POLL_PS = 100_000
+"""Simulated cost of one fruitless progress pass (an empty CQ poll) in Test/Iprobe: a
+rank that spins on them lets simulated time, and so its peers, move on."""
+
 
 class JobAborted(BaseException):  # noqa: N818 - it ends the job, it is not an error to catch
     """Raised by ``Abort``: unwinds the rank (user ``except Exception`` cannot catch it)."""
@@ -60,6 +64,13 @@ class RankContext:
     def resumed(self) -> None:
         if self.cpu_scale:
             self._cpu_mark = time.thread_time()
+
+    def poll(self) -> None:
+        """One progress pass for a nonblocking check (Test, Iprobe)."""
+        if self.pml.progress() == 0:
+            self.charge_cpu()
+            self.sim.sleep(POLL_PS)
+            self.resumed()
 
     def wait_for(self, done, call: str) -> None:
         """Drive progress until ``done()``; ``call`` names the MPI call for deadlock reports."""

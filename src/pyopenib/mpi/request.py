@@ -81,7 +81,7 @@ class Request:
 
     def Test(self, status: Status | None = None) -> bool:
         if not self._ready():
-            current().pml.progress()
+            current().poll()
             if not self._ready():
                 return False
         err, _ = self._take(status)
@@ -91,7 +91,7 @@ class Request:
 
     def test(self, status: Status | None = None):
         if not self._ready():
-            current().pml.progress()
+            current().poll()
             if not self._ready():
                 return False, None
         err, value = self._take(status)
@@ -101,7 +101,7 @@ class Request:
 
     def Get_status(self, status: Status | None = None) -> bool:
         if not self._ready():
-            current().pml.progress()
+            current().poll()
         return self._ready()
 
     def Cancel(self) -> None:
@@ -190,23 +190,26 @@ class Request:
     @classmethod
     def Testall(cls, requests, statuses=None) -> bool:
         requests = list(requests)
-        current().pml.progress()
         if not cls._all_ready(requests):
-            return False
+            current().poll()
+            if not cls._all_ready(requests):
+                return False
         return cls.Waitall(requests, statuses)
 
     @classmethod
     def testall(cls, requests, statuses=None):
         requests = list(requests)
-        current().pml.progress()
         if not cls._all_ready(requests):
-            return False, None
+            current().poll()
+            if not cls._all_ready(requests):
+                return False, None
         return True, cls.waitall(requests, statuses)
 
     @classmethod
     def Testany(cls, requests, status: Status | None = None) -> tuple[int, bool]:
         requests = list(requests)
-        current().pml.progress()
+        if cls._first_ready(requests) is None:
+            current().poll()
         if all(r._preq is None for r in requests):
             return -32766, True
         i = cls._first_ready(requests)

@@ -1,0 +1,95 @@
+"""Our mpi4py programs print the same, rank by rank, under real Open MPI + mpi4py and
+under pyopenib's runner (over the loopback test BTL and over the openib BTL)."""
+
+import importlib.util
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pyopenib.mpi import run_job
+
+from .loopback_btl import make_loopback_btls
+
+PROGRAMS = Path(__file__).parent / "programs"
+CASES = [
+    ("p2p_basic.py", 2),
+    ("p2p_basic.py", 3),
+    ("any_source.py", 4),
+    ("ordering_sizes.py", 2),
+    ("collectives.py", 3),
+    ("collectives.py", 4),
+    ("collectives.py", 5),
+    ("probe_and_status.py", 2),
+    ("requests.py", 3),
+    ("errors_and_comms.py", 4),
+]
+
+
+def _reference_missing() -> str | None:
+    if shutil.which("mpirun") is None:
+        return "mpirun (Debian openmpi-bin) is not installed"
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (pip install -e '.[test]' after `make openmpi`)"
+    return None
+
+
+def _real_output(program: Path, nprocs: int) -> dict[int, list[str]]:
+    missing = _reference_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"differential reference unavailable in CI: {missing}")
+        pytest.skip(missing)
+    env = dict(os.environ, OMPI_MCA_btl="self,vader", OMPI_MCA_rmaps_base_oversubscribe="1")
+    with tempfile.TemporaryDirectory() as outdir:
+        cmd = ["mpirun", "--oversubscribe", "--output-filename", outdir, "-n", str(nprocs)]
+        if os.geteuid() == 0:
+            cmd.insert(1, "--allow-run-as-root")
+        cmd += [sys.executable, str(program)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return {
+            r: (Path(outdir) / "1" / f"rank.{r}" / "stdout").read_text().splitlines()
+            for r in range(nprocs)
+        }
+
+
+def _split_tagged(text: str, nprocs: int) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {r: [] for r in range(nprocs)}
+    for line in text.splitlines():
+        tag, _, rest = line.partition("]<stdout>:")
+        out[int(tag.split(",")[1])].append(rest)
+    return out
+
+
+def _our_output(program: Path, nprocs: int, make_btls) -> dict[int, list[str]]:
+    out, err = io.StringIO(), io.StringIO()
+    result = run_job(str(program), nprocs, make_btls, tag_output=True, stdout=out, stderr=err)
+    assert result.exit_code == 0, err.getvalue()
+    return _split_tagged(out.getvalue(), nprocs)
+
+
+def _openib_btls():
+    from pyopenib.mpi.commands import openib_btls
+
+    return openib_btls("mellanox-hermon", (), 1)
+
+
+@pytest.mark.parametrize("program,nprocs", CASES, ids=[f"{p}-n{n}" for p, n in CASES])
+def test_program_prints_the_same_as_under_real_mpirun(program, nprocs):
+    path = PROGRAMS / program
+    ours = _our_output(path, nprocs, make_loopback_btls)
+    assert ours == _real_output(path, nprocs)
+
+
+@pytest.mark.parametrize("program,nprocs", CASES[::2], ids=[f"{p}-n{n}" for p, n in CASES[::2]])
+def test_program_over_openib_prints_the_same_as_over_loopback(program, nprocs):
+    path = PROGRAMS / program
+    assert _our_output(path, nprocs, _openib_btls()) == _our_output(
+        path, nprocs, make_loopback_btls
+    )
