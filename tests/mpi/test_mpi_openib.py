@@ -1,0 +1,29 @@
+"""An mpi4py program over the openib BTL reproduces the seed's credit race on the Chelsio
+T3 (two per-peer queues) with ``credits_qp=smallest`` and completes with ``own``."""
+
+import io
+from pathlib import Path
+
+import pytest
+
+from pyopenib.mpi import EXIT_TRANSPORT, run_job
+from pyopenib.mpi.commands import openib_btls
+
+PROGRAM = Path(__file__).parent / "programs" / "bidir_credit_race.py"
+QUEUES = ("btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128")
+
+
+@pytest.mark.parametrize(
+    "policy,exit_code,reason", [("smallest", EXIT_TRANSPORT, "transport"), ("own", 0, "ok")]
+)
+def test_bidirectional_mixed_sizes_on_t3_fail_only_with_credits_on_qp0(policy, exit_code, reason):
+    make_btls = openib_btls("chelsio-t3", [QUEUES, ("btl_openib_credits_qp", policy)], 1)
+    out, err = io.StringIO(), io.StringIO()
+    result = run_job(str(PROGRAM), 2, make_btls, stdout=out, stderr=err)
+    assert (result.exit_code, result.reason) == (exit_code, reason), err.getvalue()
+    if policy == "smallest":
+        assert (
+            "iWARP TERMINATE" in err.getvalue() and "Credits policy:    smallest" in err.getvalue()
+        )
+    else:
+        assert out.getvalue().count("exchanged 2000 messages") == 2
