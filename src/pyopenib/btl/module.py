@@ -97,9 +97,19 @@ class OpenibModule:
         self.srq_sd_credits = [q.sd_max for q in self.queues]
         self.srq_rd_posted = [0] * len(self.queues)
         self.srq_pending = [(deque(), deque()) for _ in self.queues]
+        # SRQ resizing (btl_openib_enable_srq_resize): start with rd_init buffers and
+        # double on every SRQ-limit event until rd_num, as Open MPI does (reference 3).
+        resize = settings.enable_srq_resize
+        self.srq_rd_curr_num = [max(q.rd_init, 1) if resize else q.rd_num for q in self.queues]
+        self.srq_rd_low_local = [
+            (q.rd_init - q.rd_init // 4) if resize else q.rd_low for q in self.queues
+        ]
+        self.srq_limit_flag = [resize and q.kind == "S" and q.srq_limit > 0 for q in self.queues]
+        self._srq_index: dict[int, int] = {}
         for i, q in enumerate(self.queues):
             if q.kind == "S":
                 self.srqs[i] = self.pd.create_srq(q.rd_num + q.sd_max)
+                self._srq_index[self.srqs[i].hw.srq_num] = i
         # CTS handshake (Open MPI's rdmacm CPC) needs a P queue to carry it; all-SRQ
         # configurations connect with a three-way out-of-band exchange instead (udcm).
         self._uses_cts = self.queues[self.credits_qp].kind == "P"
@@ -200,7 +210,9 @@ class OpenibModule:
             frag.kind = kind
             frag.order = q
             return frag
-        buf = np.zeros(self._buf_size[q], dtype=np.uint8)
+        # np.empty: pages of a buffer nobody has written yet stay unallocated (a P queue
+        # of 256 x 64 KiB buffers per peer costs address space, not memory)
+        buf = np.empty(self._buf_size[q], dtype=np.uint8)
         mr = self.pd.reg_mr(buf, Access.LOCAL_WRITE)
         self._frag_count += 1
         return Frag(kind, buf, mr, q, self._frag_count)
@@ -480,15 +492,31 @@ class OpenibModule:
             ep.cm_received[q] -= m
 
     def _post_srr(self, q: int) -> None:
-        spec = self.queues[q]
-        if self.srq_rd_posted[q] > spec.rd_low:
+        """Re-post the SRQ of queue q up to rd_curr_num once at most rd_low_local remain;
+        after a post, arm the SRQ limit if a resize is pending (reference 3)."""
+        if self.srq_rd_posted[q] > self.srq_rd_low_local[q]:
             return
         srq = self.srqs[q]
-        n = spec.rd_num - self.srq_rd_posted[q]
+        n = self.srq_rd_curr_num[q] - self.srq_rd_posted[q]
         for _ in range(n):
             frag = self._get_frag(q, RECV)
             srq.post_recv(RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),)))
         self.srq_rd_posted[q] += n
+        if self.srq_limit_flag[q]:
+            self.srq_limit_flag[q] = False
+            srq.modify(srq_limit=self.queues[q].srq_limit)
+
+    def _srq_limit_reached(self, q: int) -> None:
+        spec = self.queues[q]
+        self.srq_rd_curr_num[q] *= 2
+        if self.srq_rd_curr_num[q] >= spec.rd_num:
+            self.srq_rd_curr_num[q] = spec.rd_num
+            self.srq_rd_low_local[q] = spec.rd_low
+        else:
+            self.srq_rd_low_local[q] *= 2
+            self.srq_limit_flag[q] = True
+        self._trace("srq_resize", None, qp=q, rd_curr_num=self.srq_rd_curr_num[q])
+        self._post_srr(q)
 
     # -- explicit credit messages ---------------------------------------------------------
     def _send_credits(self, ep: Endpoint, q: int) -> None:
@@ -657,6 +685,11 @@ class OpenibModule:
         self._fail(ep, wc.qp_num, wc.status.name, f"work completion status {wc.status.name}")
 
     def _on_async(self, event) -> None:
+        if event.event_type.name == "SRQ_LIMIT_REACHED":
+            q = self._srq_index.get(event.qp_num)
+            if q is not None:
+                self._srq_limit_reached(q)
+            return
         if self._fatal is None and event.event_type.name in ("QP_FATAL", "CQ_ERR"):
             ep, _ = self._ep_by_qpn.get(event.qp_num, (None, 0))
             self._fail(ep, event.qp_num, event.event_type.name, event.reason)

@@ -69,6 +69,7 @@ class EffectiveSettings:
     eager_rdma_num: int
     max_eager_rdma: int
     cq_size: int
+    enable_srq_resize: bool
     origins: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     """Things the user may want to know (no INI section for the device, clamping)."""
@@ -98,6 +99,7 @@ class EffectiveSettings:
             ("eager_rdma_num", str(self.eager_rdma_num)),
             ("max_eager_rdma", str(self.max_eager_rdma)),
             ("cq_size", str(self.cq_size)),
+            ("enable_srq_resize", str(int(self.enable_srq_resize))),
             ("ignore_device", str(int(self.ignore_device))),
         )
         return [(name, value, self.origins[name]) for name, value in shown]
@@ -248,6 +250,7 @@ def effective_settings(
         "eager_rdma_num",
         "max_eager_rdma",
         "cq_size",
+        "enable_srq_resize",
     ):
         plain[name] = ctx.get(f"btl_openib_{name}")
         origins[name] = _mca_origin(ctx, f"btl_openib_{name}")

@@ -151,7 +151,8 @@ class HwSrq:
         wr = entries.popleft()[0]
         if self.armed and len(entries) < self.limit:
             self.armed = False
-            self.nic.raise_async(AsyncEventType.SRQ_LIMIT_REACHED, 0, f"srq {self.srq_num}")
+            # ibverbs names the SRQ in the event; the model carries its number in qp_num
+            self.nic.raise_async(AsyncEventType.SRQ_LIMIT_REACHED, self.srq_num, "limit reached")
         return wr
 
     def arm(self, limit: int) -> None:
