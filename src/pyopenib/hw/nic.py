@@ -91,9 +91,12 @@ _CONSUMES_RECV = (WrOpcode.SEND, WrOpcode.SEND_WITH_IMM, WrOpcode.RDMA_WRITE_WIT
 class HwMr:
     """A memory region as the NIC's translation table sees it."""
 
-    __slots__ = ("buffer", "addr", "length", "lkey", "rkey", "access")
+    __slots__ = ("buffer", "addr", "length", "lkey", "rkey", "access", "on_remote_write")
 
     def __init__(self, buffer: np.ndarray, addr: int, key: int, access: int):
+        self.on_remote_write = None
+        """Called after an RDMA WRITE lands: stands for a host CPU polling that memory
+        (Open MPI's eager-RDMA rings), so a blocked rank wakes without a completion."""
         self.buffer = buffer
         self.addr = addr
         self.length = buffer.nbytes
@@ -557,6 +560,8 @@ class Nic:
             mr = qp.cur_write
             off = pkt.remote_addr - mr.addr
             mr.buffer[off : off + length] = np.frombuffer(payload, dtype=np.uint8)
+            if mr.on_remote_write is not None:
+                mr.on_remote_write()
         wr = qp.cur_recv
         if opcode in _CONSUMES_RECV:
             qp.cur_recv = None
