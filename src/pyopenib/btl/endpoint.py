@@ -31,6 +31,10 @@ class Endpoint:
         self.remote_qpns: list[int] = [0] * n
         self.remote_lid = 0
         self.peer_policy = "smallest"
+        self.use_eager_rdma = False  # both sides' devices allow it (negotiated at connect)
+        self.eager_local = None  # EagerRdmaLocal: my ring the peer writes into
+        self.eager_remote = None  # EagerRdmaRemote: the peer's ring I write into
+        self.eager_recv_count = 0
         self.cts_sent = False
         self.cts_received = False
         self.sd_credits = [q.rd_num if q.kind == "P" else 0 for q in queues]
@@ -48,6 +52,7 @@ class Endpoint:
         # statistics the scenarios report, and the counters of the conservation check
         self.credit_msgs_sent = [0] * n
         self.piggybacked = [0] * n
+        self.eager_frags_sent = 0
         self.data_sent = [0] * n
         self.data_received = [0] * n
         self.credits_sent = [0] * n

@@ -18,7 +18,7 @@ HEADER = struct.Struct("<BBH")
 CREDIT_BODY = struct.Struct("<BBH")
 TAG_IB = 0x20
 CTL_CREDITS = 0
-CTL_RDMA = 1
+CTL_RDMA = 1  # eager-RDMA connect: the ring's rkey and address
 CTL_COALESCED = 2
 CTL_CTS = 3
 HDR_LEN = HEADER.size
@@ -39,10 +39,11 @@ class Frag:
     """
 
     __slots__ = ("kind", "buf", "mr", "qp", "order", "ep", "length", "tag", "on_complete",
-                 "high", "credit_qp", "payload_len", "trace_id")  # fmt: skip
+                 "high", "credit_qp", "payload_len", "trace_id", "eager")  # fmt: skip
 
     def __init__(self, kind: int, buf: np.ndarray, mr, qp: int, trace_id: int = -1):
         self.trace_id = trace_id
+        self.eager = False  # written through an eager-RDMA channel
         self.kind = kind
         self.buf = buf
         self.mr = mr

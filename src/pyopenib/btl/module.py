@@ -21,12 +21,22 @@ import numpy as np
 from greenlet import getcurrent
 
 from ..verbs import Access, QpState, RecvWR, SendFlags, SendWR, Sge, WcOpcode, WcStatus, WrOpcode
+from .eager_rdma import (
+    CONNECT_BODY,
+    FOOTER,
+    FOOTER_LEN,
+    RDMA_CREDITS_FLAG,
+    EagerRdmaLocal,
+    EagerRdmaRemote,
+    slot_size,
+)
 from .endpoint import CLOSED, CONNECTED, CONNECTING, FAILED, Endpoint
 from .frag import (
     CREDIT,
     CREDIT_BODY,
     CTL_CREDITS,
     CTL_CTS,
+    CTL_RDMA,
     CTS,
     HDR_LEN,
     HEADER,
@@ -85,13 +95,20 @@ class OpenibModule:
         self._ep_by_qpn: dict[int, tuple[Endpoint, int]] = {}
         self._callbacks: dict[int, object] = {}
         self._free: list[list[Frag]] = [[] for _ in self.queues]
-        self._buf_size = [HDR_LEN + max(q.size, _CTL_LEN) for q in self.queues]
+        self._buf_size = [
+            HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN for q in self.queues
+        ]
         self._fatal: TransportError | None = None
         self._retired_qpns: set[int] = set()
         self._frag_count = 0
         self._activity = None
-        self._waiting = False
-        self._remaining_sends = 0
+        # eager RDMA (reference 4): rings for frequent peers, at most max_eager_rdma
+        self.use_eager_rdma = settings.use_eager_rdma
+        self.eager_threshold = settings.eager_rdma_threshold
+        self.max_eager_rdma = settings.max_eager_rdma
+        self.eager_num = settings.eager_rdma_num + 1  # Open MPI adds one internally
+        self.eager_slot = slot_size(self.eager_limit, HDR_LEN)
+        self._eager_eps: list[Endpoint] = []
         # SRQ state (module-wide, per S queue index)
         self.srqs: list = [None] * len(self.queues)
         self.srq_sd_credits = [q.sd_max for q in self.queues]
@@ -166,22 +183,23 @@ class OpenibModule:
     def progress(self) -> int:
         """Poll the CQ and handle every completion; raises ``TransportError`` if fatal."""
         self._raise_if_failed()
+        handled = self._poll_eager() if self._eager_eps else 0
         wcs = self.cq.poll(256)
-        if not wcs:
-            return 0
-        if getcurrent() is not self.sim._loop:
-            hp = self.host_poll
-            self.sim.sleep(self.sim.duration("host.poll", hp[0], hp[1], hp[2]) * len(wcs))
-        for wc in wcs:
-            self._handle_wc(wc)
-        if self.check_invariants:
+        if wcs:
+            if getcurrent() is not self.sim._loop:
+                hp = self.host_poll
+                self.sim.sleep(self.sim.duration("host.poll", hp[0], hp[1], hp[2]) * len(wcs))
+            for wc in wcs:
+                self._handle_wc(wc)
+            handled += len(wcs)
+        if handled and self.check_invariants:
             self.assert_invariants()
         self._raise_if_failed()
-        return len(wcs)
+        return handled
 
     def wait_for_activity(self) -> None:
         self._raise_if_failed()
-        if len(self.cq):
+        if len(self.cq) or any(ep.eager_local.pending() for ep in self._eager_eps):
             return
         ev = self.sim.event()
         self._activity = ev
@@ -219,6 +237,7 @@ class OpenibModule:
 
     def _return_frag(self, frag: Frag) -> None:
         frag.on_complete = None
+        frag.eager = False
         frag.ep = None
         self._free[frag.qp].append(frag)
 
@@ -298,13 +317,14 @@ class OpenibModule:
         qpns = self._create_qps(ep, None)
         self._post_cts_buffer(ep)
         self.oob.send(self.rank, ep.peer, "connect_request",
-                      (self.context.nic.lid, qpns, self.policy))  # fmt: skip
+                      (self.context.nic.lid, qpns, self.policy, self.use_eager_rdma))  # fmt: skip
 
     def oob_receive(self, src: int, kind: str, body) -> None:
         """Out-of-band connection messages (the CPC), delivered by the job's OOB channel."""
         ep = self._endpoint(src)
         if kind == "connect_request":
-            lid, qpns, peer_policy = body
+            lid, qpns, peer_policy, peer_eager = body
+            ep.use_eager_rdma = self.use_eager_rdma and peer_eager
             if ep.state == CONNECTING:
                 # crossing requests: the higher rank's request wins (Open MPI's rdmacm
                 # lets the side with the larger address initiate)
@@ -316,9 +336,10 @@ class OpenibModule:
             self._post_cts_buffer(ep)
             self._ready(ep, lid, qpns)
             self.oob.send(self.rank, src, "connect_reply",
-                          (self.context.nic.lid, my_qpns, self.policy))  # fmt: skip
+                          (self.context.nic.lid, my_qpns, self.policy, self.use_eager_rdma))  # fmt: skip
         elif kind == "connect_reply":
-            lid, qpns, peer_policy = body
+            lid, qpns, peer_policy, peer_eager = body
+            ep.use_eager_rdma = self.use_eager_rdma and peer_eager
             if ep.state != CONNECTING:
                 return
             ep.peer_policy = peer_policy
@@ -395,6 +416,12 @@ class OpenibModule:
             ep.sd_wqe[q] += 1
             ep.no_wqe_pending[q][p].append(frag)
             return
+        remote = ep.eager_remote
+        if (remote is not None and frag.high and remote.tokens > 0
+                and frag.length <= self.eager_slot - FOOTER_LEN):  # fmt: skip
+            remote.tokens -= 1
+            self._post_eager(ep, frag)
+            return
         if not self._acquire_credit(ep, q, frag, p):
             ep.sd_wqe[q] += 1
             return
@@ -415,14 +442,44 @@ class OpenibModule:
             return False
         return True
 
-    def _post_data(self, ep: Endpoint, frag: Frag) -> None:
-        """Fill the header (piggybacked credits, cm_seen) and post the SEND (2.4 step 5)."""
+    def _take_eager_credits(self, ep: Endpoint) -> int:
+        """Eager-RDMA credits owed to the peer, flagged for a header (0 if none)."""
+        local = ep.eager_local
+        if local is None or not local.credits:
+            return 0
+        c = min(local.credits, 0x7FF)
+        local.credits -= c
+        return c | RDMA_CREDITS_FLAG
+
+    def _post_eager(self, ep: Endpoint, frag: Frag) -> None:
+        """Write the fragment into the peer's eager-RDMA ring (2.4 step 3): the header
+        carries eager-RDMA credits (never PP credits) and the QP index in bits 11-14."""
         q = frag.qp
-        credits = 0
+        frag.eager = True
+        credits = self._take_eager_credits(ep) | (q << 11)
+        HEADER.pack_into(frag.buf, 0, frag.tag, self._take_cm_seen(ep, q), credits)
+        FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
+        total = frag.length + FOOTER_LEN
+        remote = ep.eager_remote
+        wr = SendWR(frag, WrOpcode.RDMA_WRITE, (Sge(frag.mr.addr, total, frag.mr.lkey),),
+                    SendFlags.SIGNALED, remote_addr=remote.next_slot_addr(total),
+                    rkey=remote.rkey)  # fmt: skip
+        frag.order = q
+        ep.eager_frags_sent += 1
+        self.frags_sent[q] += 1
+        self.bytes_sent[q] += total
+        ep.qps[q].post_send(wr)
+
+    def _post_data(self, ep: Endpoint, frag: Frag) -> None:
+        """Fill the header (piggybacked credits, cm_seen) and post the SEND (2.4 step 5).
+        Eager-RDMA credits take the header when any are owed; else the PP credits of q."""
+        q = frag.qp
+        credits = self._take_eager_credits(ep)
         if self.queues[q].kind == "P":
+            ep.data_sent[q] += 1
+        if not credits and self.queues[q].kind == "P":
             credits = ep.rd_credits[q]
             ep.rd_credits[q] = 0
-            ep.data_sent[q] += 1
             if credits:
                 ep.piggybacked[q] += credits
                 ep.credits_sent[q] += credits
@@ -520,42 +577,77 @@ class OpenibModule:
 
     # -- explicit credit messages ---------------------------------------------------------
     def _send_credits(self, ep: Endpoint, q: int) -> None:
-        if self.queues[q].kind != "P" or ep.state != CONNECTED:
+        """2.7: explicit credits when rd_win PP credits or more than the eager ring's
+        rd_win eager-RDMA credits are owed and no fragment carried them."""
+        if ep.state != CONNECTED:
             return
-        if ep.rd_credits[q] >= self.queues[q].rd_win and not ep.credit_lock[q]:
+        due = False
+        if self.queues[q].kind == "P":
+            due = ep.rd_credits[q] >= self.queues[q].rd_win
+        else:
+            q = self.credits_qp
+        local = ep.eager_local
+        if local is not None and local.credits > local.rd_win:
+            due = True
+        if due and not ep.credit_lock[q]:
             ep.credit_lock[q] = True
             self._send_credit_msg(ep, q)
 
     def _send_credit_msg(self, ep: Endpoint, q: int) -> None:
         spec = self.queues[q]
-        ep.cm_sent[q] += 1
-        if ep.cm_sent[q] > spec.rd_rsv - 1:
-            # no reserved buffer left at the peer: give up until a cm_seen comes back
-            ep.cm_sent[q] -= 1
-            ep.credit_lock[q] = False
-            self._trace("credit_msg_deferred", ep, qp=q, cm_sent=ep.cm_sent[q])
-            return
+        remote = ep.eager_remote
+        by_rdma = remote is not None and remote.tokens > 0
+        if by_rdma:
+            remote.tokens -= 1  # a ring slot instead of a reserved receive buffer
+        else:
+            ep.cm_sent[q] += 1
+            if ep.cm_sent[q] > spec.rd_rsv - 1:
+                # no reserved buffer left at the peer: give up until a cm_seen comes back
+                ep.cm_sent[q] -= 1
+                ep.credit_lock[q] = False
+                self._trace("credit_msg_deferred", ep, qp=q, cm_sent=ep.cm_sent[q])
+                return
         order = self._credit_order(q)
         frag = ep.credit_frag[q]
         if frag is None:
             frag = self._get_frag(order, CREDIT)
             frag.credit_qp = q
             ep.credit_frag[q] = frag
-        credits = ep.rd_credits[q]
-        ep.rd_credits[q] = 0
-        ep.credits_sent[q] += credits
+        credits = 0
+        if spec.kind == "P":
+            credits = ep.rd_credits[q]
+            ep.rd_credits[q] = 0
+            ep.credits_sent[q] += credits
+        local = ep.eager_local
+        rdma_credits = 0
+        if local is not None:
+            rdma_credits, local.credits = local.credits, 0
         cm_seen = self._take_cm_seen(ep, q)
         HEADER.pack_into(frag.buf, 0, TAG_IB, cm_seen, credits)
-        CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CREDITS, q, 0)
+        CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CREDITS, q, rdma_credits)
         frag.length = HDR_LEN + _CTL_LEN
         ep.credit_msgs_sent[q] += 1
         self.credit_msgs_on[order] += 1
-        self._trace("credit_msg", ep, qp=q, on_qp=order, credits=credits, cm_seen=cm_seen)
-        self._post_send_frag(ep, order, frag, WrOpcode.SEND)
+        self._trace("credit_msg", ep, qp=q, on_qp=order, credits=credits, cm_seen=cm_seen,
+                    rdma_credits=rdma_credits, by_rdma=by_rdma)  # fmt: skip
+        if by_rdma:
+            FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
+            total = frag.length + FOOTER_LEN
+            frag.order = order
+            frag.ep = ep
+            wr = SendWR(frag, WrOpcode.RDMA_WRITE, (Sge(frag.mr.addr, total, frag.mr.lkey),),
+                        SendFlags.SIGNALED, remote_addr=remote.next_slot_addr(total),
+                        rkey=remote.rkey)  # fmt: skip
+            ep.qps[order].post_send(wr)
+        else:
+            self._post_send_frag(ep, order, frag, WrOpcode.SEND)
 
     def _credit_frag_done(self, ep: Endpoint, frag: Frag) -> None:
         q = frag.credit_qp
-        if ep.rd_credits[q] >= self.queues[q].rd_win:
+        local = ep.eager_local
+        if (self.queues[q].kind == "P" and ep.rd_credits[q] >= self.queues[q].rd_win) or (
+            local is not None and local.credits > local.rd_win
+        ):
             self._send_credit_msg(ep, q)
             return
         ep.credit_lock[q] = False
@@ -580,8 +672,9 @@ class OpenibModule:
             q = frag.qp
             ep.sd_wqe[q] += 1
             cb = frag.on_complete
+            eager = frag.eager
             self._return_frag(frag)
-            if self.queues[q].kind == "S":
+            if self.queues[q].kind == "S" and not eager:
                 self.srq_sd_credits[q] += 1
                 self._progress_srq_pending(q)
             self._progress_wqe_pending(ep, q)
@@ -597,12 +690,8 @@ class OpenibModule:
             frag.on_complete()
 
     def _handle_incoming(self, frag: Frag, wc) -> None:
-        """2.6: deliver or account a received fragment, then credits and re-posting."""
-        rqp = frag.order
+        """A receive completion: the CTS, or a fragment for ``_incoming``."""
         ep = frag.ep
-        buf = frag.buf
-        tag, cm_seen, credits = HEADER.unpack_from(buf, 0)
-        is_credit_msg = False
         if frag.kind == CTS:
             self._return_frag(frag)
             ep.cts_received = True
@@ -612,40 +701,108 @@ class OpenibModule:
             elif ep.state != CONNECTED:
                 self._connected(ep)
             return
+        rqp = frag.order
         if ep is None:  # SRQ buffer: find the peer from the source QP
             ep, rqp = self._srq_endpoint(wc)
+        self._incoming(ep, rqp, frag.buf, wc.byte_len, frag)
+
+    def _incoming(self, ep: Endpoint, rqp: int, buf, nbytes: int, frag: Frag | None) -> None:
+        """2.6: deliver or account one fragment, then credits and re-posting.
+
+        ``frag`` is the receive buffer it arrived in, or None when it came through the
+        eager-RDMA ring (then ``rqp`` is meaningless: the QP is in credits bits 11-14)."""
+        tag, cm_seen, credits = HEADER.unpack_from(buf, 0)
+        is_credit_msg = False
+        rcredits = 0
         if tag == TAG_IB:
-            ctl, qpn, _rdma_credits = CREDIT_BODY.unpack_from(buf, HDR_LEN)
+            ctl, qpn, body_credits = CREDIT_BODY.unpack_from(buf, HDR_LEN)
             if ctl == CTL_CREDITS:
                 is_credit_msg = True
                 cqp = qpn
+                rcredits = body_credits
+            elif ctl == CTL_RDMA:
+                _, rkey, addr = CONNECT_BODY.unpack_from(buf, HDR_LEN)
+                ep.eager_remote = EagerRdmaRemote(addr, rkey, self.eager_num, self.eager_slot)
+                self._trace("eager_rdma_connected", ep, slots=self.eager_num)
         if not is_credit_msg:
-            cqp = rqp
-            cb = self._callbacks.get(tag)
-            length = wc.byte_len - HDR_LEN
-            if cb is None:
-                raise RuntimeError(f"fragment with unregistered BTL tag {tag} from {ep.peer}")
-            cb(ep.peer, memoryview(buf)[HDR_LEN : HDR_LEN + length])
+            if frag is None:
+                cqp = (credits >> 11) & 0xF
+                credits &= 0x87FF
+            else:
+                cqp = rqp
+            if credits & RDMA_CREDITS_FLAG:
+                rcredits = credits & 0x7FFF
+                credits = 0
+            if tag != TAG_IB:
+                cb = self._callbacks.get(tag)
+                if cb is None:
+                    raise RuntimeError(f"fragment with unregistered BTL tag {tag} from {ep.peer}")
+                cb(ep.peer, memoryview(buf)[HDR_LEN:nbytes])
         if cm_seen:
             ep.cm_sent[cqp] -= cm_seen
-        spec = self.queues[rqp]
-        self._return_frag(frag)
-        if spec.kind == "P":
-            if is_credit_msg:
-                ep.cm_received[cqp] += 1
-            else:
-                ep.rd_posted[rqp] -= 1
-                ep.data_received[rqp] += 1
-            self._post_rr(ep, cqp)
+        if frag is None:
+            ep.eager_local.credits += 1  # the ring slot is free again
         else:
-            self.srq_rd_posted[rqp] -= 1
-            self._post_srr(rqp)
+            spec = self.queues[rqp]
+            self._return_frag(frag)
+            if spec.kind == "P":
+                if is_credit_msg:
+                    ep.cm_received[cqp] += 1
+                else:
+                    ep.rd_posted[rqp] -= 1
+                    ep.data_received[rqp] += 1
+                self._post_rr(ep, cqp)
+            else:
+                self.srq_rd_posted[rqp] -= 1
+                self._post_srr(rqp)
+            if not is_credit_msg and nbytes <= self.eager_limit + HDR_LEN:
+                self._count_for_eager_rdma(ep)
+        if rcredits and ep.eager_remote is not None:
+            ep.eager_remote.tokens += rcredits
         if credits:
             ep.sd_credits[cqp] += credits
             ep.credits_received[cqp] += credits
             self._trace("credits_in", ep, qp=cqp, credits=credits, explicit=is_credit_msg)
+        if credits or rcredits:
             self._progress_no_credits_pending(ep)
         self._send_credits(ep, cqp)
+
+    def _count_for_eager_rdma(self, ep: Endpoint) -> None:
+        """Open an eager-RDMA ring for a peer after eager_rdma_threshold small fragments
+        (at most max_eager_rdma rings per module; both devices must allow it)."""
+        ep.eager_recv_count += 1
+        if (ep.eager_local is not None or not ep.use_eager_rdma
+                or ep.eager_recv_count < self.eager_threshold
+                or len(self._eager_eps) >= self.max_eager_rdma):  # fmt: skip
+            return
+        ring = np.zeros(self.eager_num * self.eager_slot, dtype=np.uint8)
+        memory = self.register_memory(ring)
+        memory.mr.hw.on_remote_write = self._wake
+        ep.eager_local = EagerRdmaLocal(memory, self.eager_num, self.eager_slot)
+        self._eager_eps.append(ep)
+        q = self.credits_qp
+        frag = self._get_frag(q, SEND)
+        frag.tag = TAG_IB
+        frag.high = True
+        frag.ep = ep
+        CONNECT_BODY.pack_into(frag.buf, HDR_LEN, CTL_RDMA, memory.mr.rkey, memory.mr.addr)
+        frag.length = HDR_LEN + CONNECT_BODY.size
+        self._trace("eager_rdma_offer", ep, slots=self.eager_num)
+        if not self._queue_behind_pending(ep, frag):
+            self._start_send(ep, frag)
+
+    def _poll_eager(self) -> int:
+        """Poll every eager-RDMA ring's head slot (Open MPI does this first in progress)."""
+        n = 0
+        for ep in self._eager_eps:
+            local = ep.eager_local
+            while True:
+                data = local.poll()
+                if data is None:
+                    break
+                n += 1
+                self._incoming(ep, 0, data, len(data), None)
+        return n
 
     def _srq_endpoint(self, wc):
         found = self._ep_by_qpn.get(wc.qp_num)
@@ -660,11 +817,15 @@ class OpenibModule:
                 self._start_send(ep, pending.popleft())
 
     def _progress_no_credits_pending(self, ep: Endpoint) -> None:
+        """2.5: retry each waiting fragment once while a PP credit or an eager-RDMA token
+        is available (high priority first); failures go back to the tail."""
+        remote = ep.eager_remote
         for q, spec in enumerate(self.queues):
             for p in (0, 1):
                 pending = ep.no_credits_pending[q][p]
                 for _ in range(len(pending)):
-                    if spec.kind == "P" and ep.sd_credits[q] <= 0:
+                    tokens = remote.tokens if remote is not None else 0
+                    if spec.kind == "P" and ep.sd_credits[q] <= 0 and tokens <= 0:
                         break
                     self._start_send(ep, pending.popleft())
 
@@ -758,6 +919,11 @@ class OpenibModule:
                     problems.append(f"cm_sent {ep.cm_sent[q]} outside 0..{spec.rd_rsv - 1}")
                 if ep.sd_wqe[q] < 0:
                     problems.append(f"sd_wqe {ep.sd_wqe[q]} < 0")
+                remote = ep.eager_remote
+                if remote is not None and not 0 <= remote.tokens <= remote.num - 1:
+                    problems.append(
+                        f"eager-RDMA tokens {remote.tokens} outside 0..{remote.num - 1}"
+                    )
                 if problems:
                     raise AssertionError(
                         f"rank {self.rank} peer {ep.peer} qp {q}: " + "; ".join(problems)
