@@ -351,3 +351,229 @@ def test_mixed_policies_survive_windowed_traffic_both_ways_on_every_qp():
         assert numbers(p for p in got if len(p) == 1000) == [i for i in range(n) if not i % 3]
     assert job.btls[0].credit_msgs_on[1] > 0 or job.ep(0, 1).piggybacked[1] > 0
     job.check_all()
+
+
+# -- 3: SRQ queues ------------------------------------------------------------------------
+SRQ_QUEUES = "P,128,8,6,4,4:S,4096,16,8,4"  # sd_max 4 sends in flight, re-post at 8 of 16
+NO_RESIZE = [("btl_openib_enable_srq_resize", "0")]
+
+
+def srq_job(nprocs=2, queues=SRQ_QUEUES, mca=NO_RESIZE, **kw) -> Job:
+    job = Job(device="mellanox-hermon", queues=queues, nprocs=nprocs, mca=mca, **kw)
+    for peer in range(1, nprocs):
+        job.connect(0, peer)
+    return job
+
+
+def test_srq_send_credits_are_module_wide_and_shared_by_all_peers():
+    job = srq_job(nprocs=3)
+    a = job.btls[0]
+    for peer in (1, 1, 2, 2):  # nobody polls: sd_max = 4 sends in flight in total
+        job.send(0, peer, LARGE)
+    assert a.srq_sd_credits[1] == 0
+    assert job.ep(0, 2).sd_wqe[1] == 2  # the peer's own WQEs are not the limit
+    job.send(0, 2, numbered(4, 1000))
+    assert pending(a.srq_pending[1]) == ([], [4])
+    assert job.ep(0, 2).sd_wqe[1] == 2  # WQE given back when the credit was missing
+    assert job.ep(0, 2).sd_credits[1] == 0  # no per-peer credits on an S queue
+    job.settle()
+    assert a.srq_sd_credits[1] == 4  # every send completion returned its credit
+    assert len(job.payloads(2)) == 3 and numbers(job.payloads(2))[-1] == 4
+    assert job.events("credit_msg") == []  # SRQ traffic returns no credits
+
+
+def test_srq_pending_lists_drain_high_priority_first():
+    job = srq_job(nprocs=3)
+    job.send(0, 1, LARGE)
+    job.send(0, 1, LARGE)
+    for i in range(5):  # peer 2 still has WQEs; the module-wide credits run out
+        job.send(0, 2, numbered(i, 1000), high=i == 4)
+    assert pending(job.btls[0].srq_pending[1]) == ([4], [2, 3])
+    job.settle()
+    assert numbers(job.payloads(2)) == [0, 1, 4, 2, 3]
+
+
+def test_srq_sends_to_one_peer_are_limited_by_its_sd_max_wqes_first():
+    job = srq_job()
+    for i in range(6):
+        job.send(0, 1, numbered(i, 1000))
+    assert pending(job.ep(0, 1).no_wqe_pending[1]) == ([], [4, 5])
+    job.settle()
+    assert numbers(job.payloads(1)) == list(range(6))
+
+
+def test_srq_is_reposted_up_to_rd_num_only_when_rd_posted_falls_to_rd_low():
+    job = srq_job()
+    b = job.btls[1]
+    assert b.srq_rd_posted[1] == len(b.srqs[1]) == 16
+    for _ in range(7):
+        job.send(0, 1, LARGE)
+        job.settle()
+    assert b.srq_rd_posted[1] == len(b.srqs[1]) == 9  # 9 > rd_low 8
+    job.send(0, 1, LARGE)
+    job.settle()
+    assert b.srq_rd_posted[1] == len(b.srqs[1]) == 16
+
+
+def test_srq_limit_event_doubles_the_posted_buffers_until_rd_num():
+    if not hasattr(job_settings := Job(device="mellanox-hermon", queues=SRQ_QUEUES)
+                   .btls[0].settings, "enable_srq_resize"):  # fmt: skip
+        pytest.skip("OpenibModule has no SRQ resizing yet")
+    assert job_settings.enable_srq_resize  # Open MPI's default
+    # rd_num 32, rd_low 24, rd_init 4, srq_limit 2: start with 4 buffers, low mark 3
+    job = srq_job(queues="P,128,8,6,4,4:S,4096,32,24,4,4,2", mca=())
+    b = job.btls[1]
+    assert len(b.srqs[1]) == 4
+    for _ in range(3):  # rank 1 does not poll: the hardware drains the SRQ to 1 < 2
+        job.send(0, 1, LARGE)
+    job.settle(ranks=[0])
+    assert job.events("srq_resize", keys=("qp", "rd_curr_num")) == [{"qp": 1, "rd_curr_num": 8}]
+    assert len(b.srqs[1]) == 1 + 4  # topped up to the new rd_curr_num at once
+    # keep rank 1 from polling: each time the hardware drains the SRQ below the limit
+    # the event doubles rd_curr_num and the SRQ is topped up at once (3 + 4 + 8 + 16)
+    for _ in range(4 + 8 + 16):
+        job.send(0, 1, LARGE)
+    job.settle(ranks=[0])
+    sizes = [e["rd_curr_num"] for e in job.events("srq_resize")]
+    assert sizes == [8, 16, 32]  # doubling, clamped at rd_num, then no more events
+    assert b.srq_rd_curr_num[1] == 32 and b.srq_rd_low_local[1] == 24
+    job.settle()
+    assert len(job.payloads(1)) == 31
+    assert 24 < b.srq_rd_posted[1] == len(b.srqs[1]) <= 32  # now the rd_low rule applies
+
+
+# -- 2.9: QP attributes and sizes ---------------------------------------------------------
+@pytest.mark.parametrize("rnr_retry", ["7", "5"])
+def test_pp_qps_never_retry_rnr_and_srq_qps_use_btl_openib_ib_rnr_retry(rnr_retry):
+    job = srq_job(mca=[*NO_RESIZE, ("btl_openib_ib_rnr_retry", rnr_retry)])
+    for rank, peer in ((0, 1), (1, 0)):
+        p_qp, s_qp = job.ep(rank, peer).qps
+        assert p_qp.hw.rnr_retry == 0
+        assert s_qp.hw.rnr_retry == int(rnr_retry)
+
+
+def test_pp_qps_on_iwarp_also_never_retry_rnr():
+    job = connected()
+    assert [qp.hw.rnr_retry for qp in job.ep(0, 1).qps] == [0, 0]
+
+
+RD_NUM, RSV, N_PP, CTS = 8, 4, 2, 1
+
+
+@pytest.mark.parametrize(
+    "policy, responder_recv, responder_send",
+    [
+        # smallest: QP 0 holds every queue's credit-message reserve (+ the CTS buffer) and
+        # sends every queue's credit messages; QP 1 only its data
+        ("smallest", [RD_NUM + N_PP * RSV + CTS, RD_NUM], [RD_NUM + N_PP, RD_NUM]),
+        # own: each QP holds its own reserve and sends its own credit messages (at most
+        # one in flight per queue)
+        ("own", [RD_NUM + RSV + CTS, RD_NUM + RSV], [RD_NUM + 1, RD_NUM + 1]),
+    ],
+)
+def test_qp_sizes_follow_reference_2_9_for_each_policy(policy, responder_recv, responder_send):
+    job = connected(policy=policy)
+    responder = job.ep(1, 0).qps
+    assert [qp.max_recv_wr for qp in responder] == responder_recv
+    # the CTS is posted outside the WQE accounting on credits_qp: one more send slot
+    assert responder[0].max_send_wr == responder_send[0] + CTS
+    # on the other QPs pyopenib keeps one spare slot beyond Open MPI's formula
+    assert responder_send[1] <= responder[1].max_send_wr <= responder_send[1] + 1
+    # the initiator sizes before it learns the peer's policy: room for either
+    initiator = job.ep(0, 1).qps
+    assert [qp.max_recv_wr for qp in initiator] == [RD_NUM + N_PP * RSV + CTS, RD_NUM + RSV]
+    assert [qp.max_send_wr for qp in initiator] == [qp.max_send_wr for qp in responder]
+
+
+def test_posted_receives_never_exceed_the_qp_sizes_under_load():
+    for policies in (["own", "smallest"], ["smallest", "own"]):
+        job = Job(policies=policies)
+        job.connect(0, 1)
+        for i in range(60):
+            job.send(0, 1, numbered(i, 16 if i % 2 else 1000))
+            if i % 3 == 0:
+                job.send(1, 0, SMALL)
+            if i % 5 == 0:
+                job.settle()
+            for rank, peer in ((0, 1), (1, 0)):
+                for q, qp in enumerate(job.ep(rank, peer).qps):
+                    assert len(qp.hw.rq) <= qp.max_recv_wr
+                    assert job.ep(rank, peer).rd_posted[q] <= RD_NUM
+        job.settle()
+        job.check_all()
+
+
+# -- the invariant checks can fail --------------------------------------------------------
+@pytest.mark.parametrize(
+    "field, q, value, message",
+    [
+        ("sd_credits", 0, -1, "sd_credits -1 < 0"),
+        ("rd_posted", 1, 9, "rd_posted 9 outside 0..8"),
+        ("rd_posted", 0, -1, "rd_posted -1 outside 0..8"),
+        ("cm_sent", 0, 4, "cm_sent 4 outside 0..3"),
+        ("cm_sent", 1, -1, "cm_sent -1 outside 0..3"),
+        ("sd_wqe", 1, -1, "sd_wqe -1 < 0"),
+    ],
+)
+def test_assert_invariants_rejects_a_corrupted_endpoint(field, q, value, message):
+    job = connected()
+    job.btls[0].assert_invariants()
+    getattr(job.ep(0, 1), field)[q] = value
+    with pytest.raises(AssertionError, match=f"rank 0 peer 1 qp {q}: .*{message}"):
+        job.btls[0].assert_invariants()
+
+
+def test_every_progress_call_checks_the_invariants_when_asked_to():
+    job = connected()
+    job.ep(1, 0).sd_credits[0] = -1
+    job.send(0, 1, SMALL)
+    job.sim.run()
+    with pytest.raises(AssertionError, match="rank 1 peer 0 qp 0: sd_credits -1 < 0"):
+        job.btls[1].progress()
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda ep01, ep10: ep01.sd_credits.__setitem__(0, ep01.sd_credits[0] - 1),  # lost
+        lambda ep01, ep10: ep10.rd_credits.__setitem__(1, ep10.rd_credits[1] + 1),  # invented
+        lambda ep01, ep10: ep10.rd_posted.__setitem__(0, ep10.rd_posted[0] - 1),  # leaked
+        lambda ep01, ep10: ep01.credits_received.__setitem__(1, ep01.credits_received[1] + 4),
+    ],
+)
+def test_assert_conservation_rejects_a_leaked_or_invented_credit(corrupt):
+    job = connected()
+    for _ in range(5):
+        job.send(0, 1, SMALL)
+        job.send(0, 1, LARGE)
+    job.settle()
+    job.check_all()
+    corrupt(job.ep(0, 1), job.ep(1, 0))
+    with pytest.raises(AssertionError, match="not conserved"):
+        job.btls[0].assert_conservation(job.btls[1])
+
+
+# -- put/get take a send WQE like everything else on the QP -------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenibModule._rdma posts RDMA WRITE/READ on the last QP without taking an "
+    "sd_wqe or queueing on a pending put/get list (Open MPI: qp_get_wqe, else "
+    "pending_put_frags/pending_get_frags, drained after the WQE lists), so a window of "
+    "sends plus a few puts overflows max_send_wr and post_send raises ENOMEM",
+)
+def test_put_without_a_free_wqe_waits_for_one_instead_of_overflowing_the_send_queue():
+    import numpy as np
+
+    job = connected()
+    a, b = job.btls
+    src = a.register_memory(np.full(4096, 7, dtype=np.uint8))
+    dst = b.register_memory(np.zeros(4096, dtype=np.uint8))
+    for _ in range(8):  # every WQE of QP 1 in use
+        job.send(0, 1, LARGE)
+    done = []
+    for i in range(4):
+        a.put(1, src, 64 * i, dst.key, 64 * i, 64, lambda i=i: done.append(i))
+    job.settle()
+    assert done == [0, 1, 2, 3]
+    assert (dst.buffer[:256] == 7).all()
+    job.check_all()
