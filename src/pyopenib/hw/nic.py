@@ -13,6 +13,15 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
   requester retries after ``min_rnr_timer`` up to ``rnr_retry`` times (7 = forever), then
   completes with RNR_RETRY_EXC_ERR; iWARP has no RNR: the responder sends TERMINATE and
   both QPs go to ERROR, outstanding WRs flushed.
+* **Retransmission.** Packets can be lost (``Fabric.set_loss``). The requester keeps one
+  transport timer per QP (IB's Local ACK Timeout, 4.096 us x 2^``timeout``; 0 = never):
+  when the oldest unacknowledged message sees no progress for that long, it goes back and
+  retransmits every unacknowledged message, at most ``retry_cnt`` times in a row, then
+  completes the WR with RETRY_EXC_ERR and the QP goes to ERROR. A responder that sees a
+  PSN gap answers one sequence-error NAK (the requester goes back at once, counted as a
+  retry too) and drops what follows until the missing packet comes; duplicates are
+  re-ACKed (a duplicate READ request is executed again). iWARP rides on TCP, which
+  retransmits the same way; the model uses the same two knobs for it.
 * **Timing.** Doorbell (host_post + PCIe), per-WQE processing, DMA at PCIe rate,
   serialization at link rate with per-packet round-robin arbitration between QPs,
   completion write. Every duration goes through ``sim.duration`` (a choice point).
@@ -31,6 +40,7 @@ from .packet import (
     NAK_ACCESS,
     NAK_INVALID,
     NAK_RNR,
+    NAK_SEQ,
     READ_REQ,
     READ_RESP,
     TERMINATE,
@@ -66,6 +76,11 @@ _RNR_TIMER_MS = (
 def rnr_timer_ps(code: int) -> int:
     """The IB min_rnr_timer encoding (IBTA table 45) in picoseconds."""
     return int(round(_RNR_TIMER_MS[code] * 1e9))
+
+
+def ack_timeout_ps(code: int) -> int:
+    """IB's Local ACK Timeout, 4.096 us x 2^``timeout`` in picoseconds (0: infinite)."""
+    return 4_096_000 << code if code else 0
 
 
 class QpState(IntEnum):
@@ -187,12 +202,20 @@ class HwQp:
         self.timeout = 20
         # requester
         self.next_msn = 0
+        self.next_psn = 0
         self.inflight: deque[_Msg] = deque()
         self.tx: deque[Packet] = deque()
         self.in_arbiter = False
         self.paused = False  # between an RNR NAK and the retransmission
         self.sq_outstanding = 0
         self._unsignaled_pending = 0
+        # transport timer: one per QP, re-armed lazily (see ``Nic._rto_expired``)
+        self.rto_idle = True  # nothing transmitted is waiting for an acknowledgement
+        self.rto_armed = False
+        self.rto_base = 0  # when the timer (re)started: first transmission or progress
+        self.retries = 0  # consecutive retries without progress, against ``retry_cnt``
+        self.resp_msn = -1  # the READ response being received, and its next packet
+        self.resp_next = 0
         # work queues (``work`` is the single FIFO of a shared device, ``sq`` the send
         # engine's queue of a split device)
         self.work: deque = deque()
@@ -201,6 +224,8 @@ class HwQp:
         self.rq: deque = deque()  # [RecvWR, usable]
         # responder
         self.expected_msn = 0
+        self.expected_psn = 0
+        self.seq_nak_sent = False  # one sequence-error NAK per gap, as IB responders do
         self.cur_recv: RecvWR | None = None
         self.cur_write = None
         self.rnr_waiting = False
@@ -213,6 +238,7 @@ class HwQp:
         self.rnr_naks_received = 0
         self.bytes_sent = 0
         self.messages_sent = 0
+        self.retransmissions = 0
 
     @property
     def actor(self) -> str:
@@ -390,6 +416,8 @@ class Nic:
         hdr = self.header_bytes
         if opcode == WrOpcode.RDMA_READ:
             pkt = Packet(READ_REQ, self.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn, hdr + 16)
+            pkt.psn = qp.next_psn
+            qp.next_psn += 1
             pkt.msg_len = wr.length
             pkt.remote_addr = wr.remote_addr
             pkt.rkey = wr.rkey
@@ -398,6 +426,8 @@ class Nic:
             length = len(payload)
             mtu = qp.path_mtu
             npkts = max(1, (length + mtu - 1) // mtu)
+            psn = qp.next_psn
+            qp.next_psn = psn + npkts
             for i in range(npkts):
                 chunk = min(mtu, length - i * mtu) if length else 0
                 extra = (
@@ -408,6 +438,7 @@ class Nic:
                 pkt = Packet(
                     DATA, self.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn, hdr + chunk + extra
                 )
+                pkt.psn = psn + i
                 pkt.first = i == 0
                 pkt.last = i == npkts - 1
                 pkt.opcode = opcode
@@ -482,6 +513,8 @@ class Nic:
 
     def _tx_done(self, pkt: Packet, qp: HwQp | None) -> None:
         self.fabric.transmit(pkt, self.lid)
+        if qp is not None and qp.rto_idle:
+            self._rto_start(qp)
         if qp is not None and pkt.last:
             tr = self.sim.tracer
             if tr is not None:
@@ -507,6 +540,8 @@ class Nic:
             self._rx_read_req(qp, pkt)
         elif kind == NAK_RNR:
             self._rx_rnr_nak(qp, pkt)
+        elif kind == NAK_SEQ:
+            self._rx_seq_nak(qp, pkt)
         elif kind == TERMINATE:
             self._rx_terminate(qp, pkt)
         else:  # NAK_ACCESS / NAK_INVALID
@@ -525,10 +560,10 @@ class Nic:
         if qp.state == QpState.ERROR:
             return
         msn = pkt.msn
-        if msn != qp.expected_msn:
-            if msn < qp.expected_msn and pkt.last:
-                self._send_ctrl(self._ctrl_packet(qp, ACK, msn))  # duplicate: re-ACK
-            return  # beyond the expected message: dropped (go-back after a NAK)
+        if pkt.psn != qp.expected_psn:
+            self._rx_out_of_sequence(qp, pkt)
+            return
+        qp.seq_nak_sent = False
         opcode = pkt.opcode
         if pkt.first:
             qp.rnr_waiting = False
@@ -548,8 +583,7 @@ class Nic:
                     self._responder_error(qp, NAK_ACCESS, msn, "RDMA WRITE: bad rkey/range/access")
                     return
                 qp.cur_write = mr
-        elif qp.rnr_waiting:
-            return
+        qp.expected_psn = pkt.psn + 1
         if not pkt.last:
             return
         payload = pkt.payload
@@ -588,6 +622,22 @@ class Nic:
         if tr is not None:
             tr.emit("hw", "recv_msg", qp.actor, msn=msn, op=WrOpcode(opcode).name, bytes=length,
                     wr_id=_trace_id(wr.wr_id) if wr is not None else -1)  # fmt: skip
+
+    def _rx_out_of_sequence(self, qp: HwQp, pkt: Packet) -> None:
+        """A packet that is not the next expected one: a duplicate is re-ACKed (its ACK may
+        have been lost); after a gap the first packet draws one sequence-error NAK and the
+        rest are dropped until the requester goes back (after an RNR NAK, silently)."""
+        if pkt.psn < qp.expected_psn:
+            if pkt.last:
+                self._send_ctrl(self._ctrl_packet(qp, ACK, pkt.msn))
+            return
+        if qp.rnr_waiting or qp.seq_nak_sent:
+            return
+        qp.seq_nak_sent = True
+        tr = self.sim.tracer
+        if tr is not None:
+            tr.emit("hw", "seq_nak_sent", qp.actor, psn=pkt.psn, expected=qp.expected_psn)
+        self._send_ctrl(self._ctrl_packet(qp, NAK_SEQ, qp.expected_msn))
 
     def _take_recv(self, qp: HwQp):
         if qp.srq is not None:
@@ -640,7 +690,11 @@ class Nic:
         return True
 
     def _rx_read_req(self, qp: HwQp, pkt: Packet) -> None:
-        if qp.state == QpState.ERROR or pkt.msn != qp.expected_msn:
+        if qp.state == QpState.ERROR:
+            return
+        duplicate = pkt.psn < qp.expected_psn  # its response was lost: read again
+        if pkt.psn != qp.expected_psn and not duplicate:
+            self._rx_out_of_sequence(qp, pkt)
             return
         mr = self.mpt.get(pkt.rkey)
         if (
@@ -650,7 +704,10 @@ class Nic:
         ):
             self._responder_error(qp, NAK_ACCESS, pkt.msn, "RDMA READ: bad rkey/range/access")
             return
-        qp.expected_msn = pkt.msn + 1
+        if not duplicate:
+            qp.seq_nak_sent = False
+            qp.expected_psn = pkt.psn + 1
+            qp.expected_msn = pkt.msn + 1
         off = pkt.remote_addr - mr.addr
         data = mr.buffer[off : off + pkt.msg_len].tobytes()
         m = self.model
@@ -666,6 +723,7 @@ class Nic:
             chunk = min(mtu, len(data) - i * mtu) if data else 0
             pkt = Packet(READ_RESP, self.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn,
                          self.header_bytes + ACK_PAYLOAD + chunk)  # fmt: skip
+            pkt.psn = i
             pkt.first = i == 0
             pkt.last = i == n - 1
             if pkt.last:
@@ -675,6 +733,10 @@ class Nic:
             self._tx_next()
 
     def _rx_read_resp(self, qp: HwQp, pkt: Packet) -> None:
+        if pkt.psn != 0 and (pkt.msn != qp.resp_msn or pkt.psn != qp.resp_next):
+            return  # a gap inside the response: the transport timer re-issues the READ
+        qp.resp_msn = pkt.msn
+        qp.resp_next = pkt.psn + 1
         if not pkt.last:
             return
         msg = self._inflight(qp, pkt.msn)
@@ -707,6 +769,9 @@ class Nic:
     def _retire(self, qp: HwQp, extra_delay: int) -> None:
         """Complete acknowledged messages in order (signaled ones produce a CQE)."""
         inflight = qp.inflight
+        if inflight and inflight[0].acked:
+            qp.rto_base = self.sim.now  # forward progress restarts the transport timer
+            qp.retries = 0
         while inflight and inflight[0].acked:
             msg = inflight.popleft()
             wr = msg.wr
@@ -717,6 +782,8 @@ class Nic:
                 wc = WorkCompletion(wr.wr_id, WcStatus.SUCCESS, wc_opcode_of(wr.opcode), qp.qpn,
                                     wr.length)  # fmt: skip
                 self._push_cqe(qp, qp.send_cq, wc, True, extra_delay)
+        if not inflight:
+            qp.rto_idle = True
 
     def _rx_rnr_nak(self, qp: HwQp, pkt: Packet) -> None:
         if qp.state != QpState.RTS:
@@ -743,10 +810,82 @@ class Nic:
         if qp.state == QpState.ERROR:
             return
         qp.paused = False
+        qp.rto_base = self.sim.now
+        self._go_back(qp, msn)
+
+    def _go_back(self, qp: HwQp, msn: int) -> None:
+        """Retransmit every unacknowledged message from ``msn`` on (IB go-back-N)."""
+        qp.tx.clear()
         for msg in qp.inflight:
             if msg.msn >= msn:
                 qp.tx.extend(msg.packets)
         self._activate(qp)
+
+    # -- the transport timer and sequence errors -----------------------------------------
+    def _rto_start(self, qp: HwQp) -> None:
+        """A packet left while nothing was outstanding: the transport timer starts. One
+        timer event per QP at a time; ACKs only move ``rto_base`` (no cancel, no re-arm).
+        On a lossless fabric no packet can go missing, so no timer is armed at all: a
+        lossless run has exactly the events (and the final clock) it would have without
+        the retransmission machinery. A lossy run may end with one idle expiry."""
+        qp.rto_idle = False
+        qp.rto_base = self.sim.now
+        if not qp.rto_armed and qp.timeout and self.fabric.lossy:
+            qp.rto_armed = True
+            self.sim.schedule(ack_timeout_ps(qp.timeout), self._rto_expired, qp)
+
+    def _rto_expired(self, qp: HwQp) -> None:
+        qp.rto_armed = False
+        if qp.state != QpState.RTS or qp.rto_idle or not qp.timeout:
+            return
+        if not qp.inflight:  # a stale retransmission left after the last ACK
+            qp.rto_idle = True
+            return
+        sim = self.sim
+        period = ack_timeout_ps(qp.timeout)
+        if qp.paused:  # waiting out an RNR NAK: the responder did answer
+            qp.rto_base = sim.now
+        deadline = qp.rto_base + period
+        if sim.now < deadline:  # progress since the timer was armed: wait the rest
+            qp.rto_armed = True
+            sim.schedule(deadline - sim.now, self._rto_expired, qp)
+            return
+        msg = qp.inflight[0]
+        self._retry(qp, msg, "timeout", f"no acknowledgement within {period / 1e6:g} us")
+        if qp.state == QpState.RTS:
+            qp.rto_armed = True
+            sim.schedule(period, self._rto_expired, qp)
+
+    def _retry(self, qp: HwQp, msg: _Msg, cause: str, reason: str) -> None:
+        """Go back to ``msg`` once more, or fail it when ``retry_cnt`` retries are spent."""
+        qp.retries += 1
+        tr = self.sim.tracer
+        if qp.retries > qp.retry_cnt:
+            reason = (f"transport retry counter exceeded on {qp.actor}: msn {msg.msn} "
+                      f"unacknowledged after {qp.retry_cnt} retries ({reason})")  # fmt: skip
+            self._requester_error(qp, msg.wr, WcStatus.RETRY_EXC_ERR, reason)
+            return
+        qp.retransmissions += 1
+        if tr is not None:
+            tr.emit("hw", "retransmit", qp.actor, msn=msg.msn, cause=cause, attempt=qp.retries,
+                    retry_cnt=qp.retry_cnt)  # fmt: skip
+        qp.rto_base = self.sim.now
+        qp.resp_msn = -1
+        self._go_back(qp, msg.msn)
+
+    def _rx_seq_nak(self, qp: HwQp, pkt: Packet) -> None:
+        """The responder expects message ``pkt.msn``: everything before it arrived (a
+        READ still needs its response), go back to the oldest unacknowledged message."""
+        if qp.state != QpState.RTS or qp.paused:
+            return
+        for msg in qp.inflight:
+            if msg.msn >= pkt.msn:
+                break
+            if msg.wr.opcode != WrOpcode.RDMA_READ:
+                msg.acked = True
+        self._retire(qp, 0)
+        if qp.inflight:
+            self._retry(qp, qp.inflight[0], "sequence NAK", "PSN sequence error")
 
     def _rx_terminate(self, qp: HwQp, pkt: Packet) -> None:
         if qp.state == QpState.ERROR:

@@ -5,12 +5,17 @@ A message (one SEND / RDMA WRITE / READ response) is cut into MTU-sized packets;
 last packet carries the message's bytes (the model copies them once), every packet
 carries its own wire size for serialization. ``wire_bytes`` includes the transport's
 header overhead (see ``nic.HEADER_BYTES``).
+
+``msn`` numbers messages and ``psn`` packets, as IB's BTH/AETH do: a requester's packets
+carry consecutive PSNs per QP, so a responder tells a duplicate (PSN below the expected
+one) from a gap (PSN above it) after a loss. READ_RESP packets number their position in
+the response instead, so the requester sees a gap inside a response.
 """
 
 from __future__ import annotations
 
 __all__ = ["Packet", "DATA", "ACK", "NAK_RNR", "NAK_ACCESS", "NAK_INVALID", "READ_REQ"]
-__all__ += ["READ_RESP", "TERMINATE"]
+__all__ += ["READ_RESP", "TERMINATE", "NAK_SEQ", "KIND_NAMES"]
 
 DATA = 0  # SEND / SEND_WITH_IMM / RDMA_WRITE(_WITH_IMM) payload packet
 ACK = 1
@@ -20,9 +25,10 @@ NAK_INVALID = 4  # remote invalid request / operational error (e.g. length)
 READ_REQ = 5
 READ_RESP = 6
 TERMINATE = 7  # iWARP TERMINATE message (RDMAP/DDP layer), connection torn down
+NAK_SEQ = 8  # PSN sequence error NAK: the responder saw a gap, the requester goes back
 
 KIND_NAMES = ("DATA", "ACK", "NAK_RNR", "NAK_ACCESS", "NAK_INVALID", "READ_REQ")
-KIND_NAMES += ("READ_RESP", "TERMINATE")
+KIND_NAMES += ("READ_RESP", "TERMINATE", "NAK_SEQ")
 
 
 class Packet:
@@ -33,6 +39,7 @@ class Packet:
         "src_qpn",
         "dst_qpn",
         "msn",
+        "psn",
         "first",
         "last",
         "wire_bytes",
@@ -52,6 +59,7 @@ class Packet:
         self.src_qpn = src_qpn
         self.dst_qpn = dst_qpn
         self.msn = msn
+        self.psn = 0
         self.wire_bytes = wire_bytes
         self.first = True
         self.last = True
@@ -66,5 +74,5 @@ class Packet:
     def __repr__(self) -> str:
         return (
             f"<Packet {KIND_NAMES[self.kind]} {self.src_lid}:{self.src_qpn}->"
-            f"{self.dst_lid}:{self.dst_qpn} msn={self.msn} {self.wire_bytes}B>"
+            f"{self.dst_lid}:{self.dst_qpn} msn={self.msn} psn={self.psn} {self.wire_bytes}B>"
         )

@@ -9,13 +9,53 @@ bandwidth — contention is real.
 
 Each output queue is one ``busy_until`` integer (picoseconds); the queue needs no
 per-packet objects beyond the packet itself.
+
+Loss (``Fabric.set_loss``) is off by default. When on, a packet is lost as it leaves its
+NIC (a corrupted frame the switch discards); the RC transport in ``nic.py`` recovers it.
+Random loss asks the simulator's oracle (choice point ``wire.loss``, a draw in
+``[0, LOSS_SCALE)`` whose nominal answer 0 always keeps the packet): the nominal oracle
+never drops, the seeded random oracle drops with the given probability, and a scripted
+oracle can drop exactly the packets an explorer chooses.
 """
 
 from __future__ import annotations
 
-from .packet import Packet
+from collections.abc import Callable
+from dataclasses import dataclass
 
-__all__ = ["Fabric"]
+from .packet import KIND_NAMES, Packet
+
+__all__ = ["Fabric", "LossRule", "LOSS_SCALE"]
+
+LOSS_SCALE = 1_000_000
+"""Resolution of the random loss draw: probabilities are whole parts per million."""
+
+
+@dataclass(slots=True)
+class LossRule:
+    """Which packets the wire loses. ``every`` > 0: deterministically every Nth matching
+    packet; otherwise each matching packet with ``probability`` (decided by the oracle).
+    ``match`` narrows the candidates (e.g. only ACKs); ``limit`` > 0 caps the drops."""
+
+    probability: float = 0.0
+    every: int = 0
+    match: Callable[[Packet], bool] | None = None
+    limit: int = 0
+    seen: int = 0
+    dropped: int = 0
+
+    def __post_init__(self):
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError(f"loss probability {self.probability} is not within [0, 1]")
+        if self.every < 0 or self.limit < 0:
+            raise ValueError(f"loss every={self.every} limit={self.limit}: must be >= 0")
+        if self.every and self.probability:
+            raise ValueError("loss: give either a probability or an every-Nth rule, not both")
+
+    @property
+    def threshold(self) -> int:
+        """Draws at or above this are lost; never 0, so the nominal draw keeps the packet."""
+        return max(1, LOSS_SCALE - round(self.probability * LOSS_SCALE))
 
 
 class _SwitchPort:
@@ -39,7 +79,20 @@ class Fabric:
         self.sim = sim
         self._ports: dict[int, _SwitchPort] = {}
         self._switch_latency = switch_latency
+        self._loss: LossRule | None = None
         self.packets_forwarded = 0
+        self.packets_lost = 0
+
+    @property
+    def lossy(self) -> bool:
+        """Whether packets can be lost (the NICs arm transport timers only then)."""
+        return self._loss is not None
+
+    def set_loss(self, probability=0.0, every=0, match=None, limit=0) -> LossRule | None:
+        """Lose packets from now on (see ``LossRule``); no arguments: a lossless wire."""
+        rule = LossRule(probability, every, match, limit)
+        self._loss = rule if rule.probability or rule.every else None
+        return self._loss
 
     def attach(self, nic) -> int:
         lid = len(self._ports) + 1
@@ -55,6 +108,13 @@ class Fabric:
     def transmit(self, pkt: Packet, src_lid: int) -> None:
         """Called by a NIC when ``pkt`` has been fully serialized onto its link."""
         sim = self.sim
+        if self._loss is not None and self._lost(pkt):
+            self.packets_lost += 1
+            tr = sim.tracer
+            if tr is not None:
+                tr.emit("wire", "loss", f"lid{src_lid}", packet=KIND_NAMES[pkt.kind],
+                        dst=pkt.dst_lid, qpn=pkt.dst_qpn, msn=pkt.msn, psn=pkt.psn)  # fmt: skip
+            return
         src = self._ports[src_lid]
         lat = src.link_latency
         delay = sim.duration("wire.link", lat[0], lat[1], lat[2])
@@ -65,6 +125,21 @@ class Fabric:
             when = src.last_in
         src.last_in = when
         sim.schedule(when - sim.now, self._at_switch_output, pkt)
+
+    def _lost(self, pkt: Packet) -> bool:
+        rule = self._loss
+        if rule.limit and rule.dropped >= rule.limit:
+            return False
+        if rule.match is not None and not rule.match(pkt):
+            return False
+        if rule.every:
+            rule.seen += 1
+            lost = rule.seen % rule.every == 0
+        else:
+            lost = self.sim.duration("wire.loss", 0, 0, LOSS_SCALE - 1) >= rule.threshold
+        if lost:
+            rule.dropped += 1
+        return lost
 
     def _at_switch_output(self, pkt: Packet) -> None:
         sim = self.sim
