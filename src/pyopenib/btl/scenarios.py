@@ -140,7 +140,7 @@ def _drive(btl, state, plan, expect_recv, window, checker):
             btl.wait_for_activity()
 
 
-def _plans(name: str, nprocs: int, queues, iterations: int):
+def _plans(name: str, nprocs: int, queues, iterations: int, eager_limit: int):
     sizes = _sizes(queues)
     ncls = len(sizes)
     plans = {r: [] for r in range(nprocs)}
@@ -149,14 +149,13 @@ def _plans(name: str, nprocs: int, queues, iterations: int):
     if name == "stream":
         plans[0] = [(1, sizes[i % ncls], i % ncls) for i in range(iterations)]
     elif name == "bibw":
-        # Rank 0 sends medium fragments (the large queue's buffers, partly filled) mixed
+        # Rank 0 sends medium fragments (the large queue's buffers, partly filled; above
+        # the eager limit, so they take receive buffers, not an eager-RDMA ring) mixed
         # with small ones; rank 1 answers with bursts of full-size fragments between runs
         # of small ones. Both directions, every QP in use: rank 1's large sends keep its
         # large QP's send queue deep while rank 0's medium fragments consume its
         # receive buffers quickly — the pattern in which the seed saw the race.
-        medium = max(_STAMP.size, min(sizes[-1], 4 * sizes[0], 4096))
-        if ncls > 1:
-            medium = max(medium, sizes[-2] + 1)
+        medium = min(sizes[-1], max(eager_limit + 1, sizes[-2] + 1 if ncls > 1 else 0))
         plans[0] = [(1, sizes[0], 0) if i % 4 == 0 else (1, medium, ncls - 1)
                     for i in range(iterations)]  # fmt: skip
         plans[1] = [(0, sizes[-1], ncls - 1) if i % 64 < 8 else (0, sizes[0], 0)
@@ -230,7 +229,7 @@ def run_scenario(
 
         bodies = {r: (pp_rank, btls[r]) for r in range(2)}
     else:
-        plans = _plans(name, nprocs, queues, iterations)
+        plans = _plans(name, nprocs, queues, iterations, btls[0].eager_limit)
         expect = defaultdict(int)
         for plan in plans.values():
             for peer, _, _ in plan:
