@@ -554,13 +554,6 @@ def test_assert_conservation_rejects_a_leaked_or_invented_credit(corrupt):
 
 
 # -- put/get take a send WQE like everything else on the QP -------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenibModule._rdma posts RDMA WRITE/READ on the last QP without taking an "
-    "sd_wqe or queueing on a pending put/get list (Open MPI: qp_get_wqe, else "
-    "pending_put_frags/pending_get_frags, drained after the WQE lists), so a window of "
-    "sends plus a few puts overflows max_send_wr and post_send raises ENOMEM",
-)
 def test_put_without_a_free_wqe_waits_for_one_instead_of_overflowing_the_send_queue():
     import numpy as np
 

@@ -47,6 +47,7 @@ class Endpoint:
         self.credit_lock = [False] * n
         self.credit_frag: list = [None] * n
         self.pending_lazy: deque = deque()
+        self.pending_rdma: deque = deque()  # RDMA put/get work requests waiting for a WQE
         self.no_wqe_pending = [(deque(), deque()) for _ in range(n)]
         self.no_credits_pending = [(deque(), deque()) for _ in range(n)]
         # statistics the scenarios report, and the counters of the conservation check

@@ -519,6 +519,11 @@ class OpenibModule:
         frag.on_complete = cb
         wr = SendWR(frag, opcode, (Sge(local.mr.addr + local_offset, length, local.mr.lkey),),
                     SendFlags.SIGNALED, remote_addr=remote_addr, rkey=rkey)  # fmt: skip
+        if ep.pending_rdma or ep.sd_wqe[q] <= 0:
+            # no free WQE: wait on the put/get pending list (Open MPI's pending_put_frags)
+            ep.pending_rdma.append(wr)
+            return
+        ep.sd_wqe[q] -= 1
         ep.qps[q].post_send(wr)
 
     # -- receive buffers ------------------------------------------------------------------
@@ -687,6 +692,9 @@ class OpenibModule:
             if ep.cts_received and ep.state != CONNECTED:
                 self._connected(ep)
         elif kind == RDMA:
+            q = frag.qp
+            ep.sd_wqe[q] += 1
+            self._progress_wqe_pending(ep, q)
             frag.on_complete()
 
     def _handle_incoming(self, frag: Frag, wc) -> None:
@@ -811,10 +819,17 @@ class OpenibModule:
         return found
 
     def _progress_wqe_pending(self, ep: Endpoint, q: int) -> None:
+        """2.5: a WQE came back on q: fragments waiting for one (high priority first),
+        then pending RDMA puts/gets (they use the last queue)."""
         for p in (0, 1):
             pending = ep.no_wqe_pending[q][p]
             while pending and ep.sd_wqe[q] > 0:
                 self._start_send(ep, pending.popleft())
+        if q == len(self.queues) - 1:
+            rdma = ep.pending_rdma
+            while rdma and ep.sd_wqe[q] > 0:
+                ep.sd_wqe[q] -= 1
+                ep.qps[q].post_send(rdma.popleft())
 
     def _progress_no_credits_pending(self, ep: Endpoint) -> None:
         """2.5: retry each waiting fragment once while a PP credit or an eager-RDMA token
