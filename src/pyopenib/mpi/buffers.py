@@ -26,6 +26,8 @@ class _InPlace:
 
 IN_PLACE = _InPlace()
 _BYTE = DATATYPES["BYTE"]
+_U8 = np.dtype(np.uint8)
+_EMPTY = np.empty(0, np.uint8)
 
 
 class Message:
@@ -61,18 +63,33 @@ class VectorMessage:
 
 def as_bytes(buf, writable: bool = False) -> tuple[np.ndarray, str]:
     """The whole buffer as a 1-D uint8 array (no copy) and its format character."""
-    if isinstance(buf, np.ndarray):
+    return _bytes_of(buf, writable), _format_of(buf)
+
+
+def _bytes_of(buf, writable: bool) -> np.ndarray:
+    """The whole buffer as a 1-D uint8 array, without copying it."""
+    if type(buf) is np.ndarray:
         if not buf.flags.c_contiguous:
             raise ValueError("pyopenib's MPI needs contiguous buffers (the array is not)")
-        fmt = memoryview(buf).format if buf.ndim else buf.dtype.char
-        data = buf.reshape(-1).view(np.uint8)
+        if buf.dtype is _U8 and buf.ndim == 1:
+            data = buf  # the common case (osu-style byte buffers): nothing to reshape
+        else:
+            data = buf.reshape(-1).view(_U8)
+    elif isinstance(buf, np.ndarray):
+        return _bytes_of(np.asarray(buf), writable)
     else:
         mv = memoryview(buf)
-        fmt = mv.format
-        data = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, np.uint8)
+        data = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, _U8)
     if writable and not data.flags.writeable:
         raise BufferError("receive buffer is read-only")
-    return data, fmt
+    return data
+
+
+def _format_of(buf) -> str:
+    """The buffer's struct format character (mpi4py infers the datatype from it)."""
+    if isinstance(buf, np.ndarray) and not buf.ndim:
+        return buf.dtype.char
+    return memoryview(buf).format
 
 
 def _split(spec):
@@ -99,17 +116,22 @@ def _split(spec):
 
 def message(spec, writable: bool = False) -> Message:
     if spec is None:
-        return Message(np.empty(0, np.uint8), 0, _BYTE)
+        return Message(_EMPTY, 0, _BYTE)
     buf, count, displ, dt = _split(spec)
-    data, fmt = as_bytes(buf, writable)
+    data = _bytes_of(buf, writable)
     if dt is None:
-        dt = from_format(fmt)
+        dt = from_format(_format_of(buf))
+    ext = dt.extent
     if count is None:
-        count = (len(data) - displ * dt.extent) // dt.extent
-    start = displ * dt.extent
-    end = start + count * dt.extent
+        if not displ and ext == 1:
+            return Message(data, len(data), dt)
+        count = (len(data) - displ * ext) // ext
+    start = displ * ext
+    end = start + count * ext
     if end > len(data) or count < 0:
         raise ValueError(f"message of {count} x {dt.name} does not fit a {len(data)}-byte buffer")
+    if start == 0 and end == len(data):
+        return Message(data, count, dt)
     return Message(data[start:end], count, dt)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..pml import describe
+
 __all__ = [
     "Channel",
     "allgather",
@@ -27,11 +29,12 @@ EMPTY = np.empty(0, dtype=np.uint8)
 
 
 class Channel:
-    """Point-to-point for one collective call: communicator ranks, the collective context."""
+    """Point-to-point for one collective call: communicator ranks, the collective context.
+    ``call`` labels the collective for deadlock reports (see ``pml.describe``)."""
 
     __slots__ = ("ctx", "pml", "state", "rank", "size", "tag", "call")
 
-    def __init__(self, ctx, state, tag: int, call: str):
+    def __init__(self, ctx, state, tag: int, call):
         self.ctx = ctx
         self.pml = ctx.pml
         self.state = state
@@ -48,12 +51,16 @@ class Channel:
             st.coll_ctx,
             st.rank,
             self.tag,
-            label=f"{self.call} send to {dest}",
+            label=(_step_label, self.call, "send to", dest),
         )
 
     def irecv(self, source: int):
         return self.pml.irecv(
-            None, self.state.coll_ctx, source, self.tag, label=f"{self.call} recv from {source}"
+            None,
+            self.state.coll_ctx,
+            source,
+            self.tag,
+            (_step_label, self.call, "recv from", source),
         )
 
     def recv(self, source: int) -> np.ndarray:
@@ -62,8 +69,14 @@ class Channel:
         return req.data
 
     def wait(self, reqs) -> None:
-        if not all(r.complete for r in reqs):
+        if len(reqs) == 1:
+            self.ctx.wait_request(reqs[0], self.call)
+        elif not all(r.complete for r in reqs):
             self.ctx.wait_for(lambda: all(r.complete for r in reqs), self.call)
+
+
+def _step_label(call, step: str, peer: int) -> str:
+    return f"{describe(call)} {step} {peer}"
 
 
 def barrier(ch: Channel) -> None:

@@ -16,12 +16,14 @@ from .buffers import IN_PLACE, message, vector_message
 from .context import JobAborted, current
 from .errors import ERROR_CLASSES, Exception
 from .ops import OPS
-from .request import Prequest, Request, completed_request
+from .request import Prequest, Request, completed_request, finish_recv
 from .status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 
 __all__ = ["Comm", "CommState", "Intracomm", "TAG_UB"]
 
 _ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
+_ERR_RANK = _ERR["ERR_RANK"]
+_ERR_TAG = _ERR["ERR_TAG"]
 _PICKLE = pickle.HIGHEST_PROTOCOL
 _SUM = OPS["SUM"]
 _MAX = OPS["MAX"]
@@ -36,9 +38,10 @@ _T_GATHER, _T_SCATTER, _T_ALLGATHER, _T_ALLTOALL = 5, 6, 7, 8
 class CommState:
     """One rank's view of a communicator: context id, members (world ranks), its rank."""
 
-    __slots__ = ("cid", "ranks", "rank", "size", "name", "ctx", "coll_ctx", "freed")
+    __slots__ = ("cid", "ranks", "rank", "size", "name", "ctx", "coll_ctx", "freed", "rc")
 
-    def __init__(self, cid: int, ranks: list[int], rank: int, name: str = ""):
+    def __init__(self, cid: int, ranks: list[int], rank: int, rc, name: str = ""):
+        self.rc = rc  # the owning rank's RankContext (its PML), found without a lookup
         self.cid = cid
         self.ranks = ranks
         self.rank = rank
@@ -54,7 +57,7 @@ def _dumps(obj) -> np.ndarray:
 
 
 def _loads(data: np.ndarray):
-    return pickle.loads(data.tobytes())
+    return pickle.loads(data)
 
 
 def _recv_value(preq):
@@ -140,53 +143,83 @@ class Comm:
 
     # -- argument checks ----------------------------------------------------------------
     @staticmethod
-    def _check_dest(st: CommState, dest: int) -> None:
-        if dest != PROC_NULL and not 0 <= dest < st.size:
-            raise Exception(_ERR["ERR_RANK"])
-
-    @staticmethod
     def _check_source(st: CommState, source: int) -> None:
         if source not in (PROC_NULL, ANY_SOURCE) and not 0 <= source < st.size:
-            raise Exception(_ERR["ERR_RANK"])
-
-    @staticmethod
-    def _check_tag(tag: int, recv: bool) -> None:
-        if tag < 0 and not (recv and tag == ANY_TAG):
-            raise Exception(_ERR["ERR_TAG"])
+            raise Exception(_ERR_RANK)
 
     # -- point-to-point: buffers --------------------------------------------------------
-    def _start_send(self, data, dest, tag, sync, call):
-        st = self._st()
-        self._check_dest(st, dest)
-        self._check_tag(tag, False)
+    # The hot path of every program: one buffer-spec parse, one PML call, a label tuple
+    # that only a deadlock report renders, and no Request object for blocking calls.
+    @staticmethod
+    def _post_send(st, data, dest, tag, sync, label):
+        """(rank context, PML request) of a started send; None for PROC_NULL."""
+        if not 0 <= dest < st.size and dest != PROC_NULL:
+            raise Exception(_ERR_RANK)
+        if tag < 0:
+            raise Exception(_ERR_TAG)
         if dest == PROC_NULL:
             return None
-        return current().pml.isend(data, st.ranks[dest], st.ctx, st.rank, tag, sync, call)
+        rc = st.rc
+        return rc, rc.pml.isend(data, st.ranks[dest], st.ctx, st.rank, tag, sync, label)
 
-    def _start_recv(self, data, source, tag, call):
-        st = self._st()
-        self._check_source(st, source)
-        self._check_tag(tag, True)
+    @staticmethod
+    def _post_recv(st, data, source, tag, label):
+        """(rank context, PML request) of a posted receive; None for PROC_NULL."""
+        if not 0 <= source < st.size and source != PROC_NULL and source != ANY_SOURCE:
+            raise Exception(_ERR_RANK)
+        if tag < 0 and tag != ANY_TAG:
+            raise Exception(_ERR_TAG)
         if source == PROC_NULL:
             return None
-        return current().pml.irecv(data, st.ctx, source, tag, call)
+        rc = st.rc
+        return rc, rc.pml.irecv(data, st.ctx, source, tag, label)
 
-    def _label(self, call: str, msg, peer_kw: str, peer: int, tag: int) -> str:
-        return (
-            f"{call}(count={msg.count}, datatype={msg.datatype.name}, {peer_kw}={peer}, "
-            f"tag={tag}, comm={self._st().name or 'comm'})"
-        )
+    def _start_send(self, data, dest, tag, sync, label):
+        posted = self._post_send(self._st(), data, dest, tag, sync, label)
+        return None if posted is None else posted[1]
+
+    def _start_recv(self, data, source, tag, label):
+        posted = self._post_recv(self._st(), data, source, tag, label)
+        return None if posted is None else posted[1]
+
+    def _send_buf(self, buf, dest, tag, sync, call) -> None:
+        msg = message(buf)
+        st = self._st()
+        label = (_p2p_label, call, msg, "dest", dest, tag, st)
+        posted = self._post_send(st, msg.data, dest, tag, sync, label)
+        if posted is not None:
+            rc, preq = posted
+            if not preq.complete:
+                rc.wait_request(preq, label)
+
+    def _recv_buf(self, buf, source, tag, status, call) -> None:
+        msg = message(buf, writable=True)
+        st = self._st()
+        label = (_p2p_label, call, msg, "source", source, tag, st)
+        posted = self._post_recv(st, msg.data, source, tag, label)
+        if posted is None:
+            if status is not None:
+                status._fill(PROC_NULL, ANY_TAG, 0, 0)
+            return
+        rc, preq = posted
+        if not preq.complete:
+            rc.wait_request(preq, label)
+        finish_recv(preq, status)
 
     def _isend_buf(self, buf, dest, tag, sync, call) -> Request:
         msg = message(buf)
-        label = self._label(call, msg, "dest", dest, tag)
-        preq = self._start_send(msg.data, dest, tag, sync, label)
+        st = self._st()
+        label = (_p2p_label, call, msg, "dest", dest, tag, st)
+        posted = self._post_send(st, msg.data, dest, tag, sync, label)
+        preq = None if posted is None else posted[1]
         return Request(preq, "send", None, label) if preq else completed_request()
 
     def _irecv_buf(self, buf, source, tag, call) -> Request:
         msg = message(buf, writable=True)
-        label = self._label(call, msg, "source", source, tag)
-        preq = self._start_recv(msg.data, source, tag, label)
+        st = self._st()
+        label = (_p2p_label, call, msg, "source", source, tag, st)
+        posted = self._post_recv(st, msg.data, source, tag, label)
+        preq = None if posted is None else posted[1]
         return Request(preq, "recv", None, label) if preq else completed_request()
 
     def Isend(self, buf, dest: int, tag: int = 0) -> Request:
@@ -199,13 +232,13 @@ class Comm:
         return self._irecv_buf(buf, source, tag, "MPI_Irecv")
 
     def Send(self, buf, dest: int, tag: int = 0) -> None:
-        self._isend_buf(buf, dest, tag, False, "MPI_Send").Wait()
+        self._send_buf(buf, dest, tag, False, "MPI_Send")
 
     def Ssend(self, buf, dest: int, tag: int = 0) -> None:
-        self._isend_buf(buf, dest, tag, True, "MPI_Ssend").Wait()
+        self._send_buf(buf, dest, tag, True, "MPI_Ssend")
 
     def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> None:
-        self._irecv_buf(buf, source, tag, "MPI_Recv").Wait(status)
+        self._recv_buf(buf, source, tag, status, "MPI_Recv")
 
     def Sendrecv(
         self,
@@ -224,14 +257,14 @@ class Comm:
 
     def Send_init(self, buf, dest: int, tag: int = 0) -> Prequest:
         msg = message(buf)
-        label = self._label("MPI_Send_init", msg, "dest", dest, tag)
+        label = (_p2p_label, "MPI_Send_init", msg, "dest", dest, tag, self._st())
         return Prequest(
             lambda: self._start_send(msg.data, dest, tag, False, label), "send", None, label
         )
 
     def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         msg = message(buf, writable=True)
-        label = self._label("MPI_Recv_init", msg, "source", source, tag)
+        label = (_p2p_label, "MPI_Recv_init", msg, "source", source, tag, self._st())
         return Prequest(lambda: self._start_recv(msg.data, source, tag, label), "recv", None, label)
 
     def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> bool:
@@ -262,21 +295,30 @@ class Comm:
 
     # -- point-to-point: pickled objects ------------------------------------------------
     def _isend_obj(self, obj, dest, tag, sync, call) -> Request:
-        data = _dumps(obj)
-        label = f"{call}(dest={dest}, tag={tag}, {len(data)} pickled bytes)"
+        data = pickle.dumps(obj, _PICKLE)
+        label = (_obj_label, call, "dest", dest, tag, len(data))
         preq = self._start_send(data, dest, tag, sync, label)
         return Request(preq, "send", None, label) if preq else completed_request()
 
     def _irecv_obj(self, source, tag, call) -> Request:
-        label = f"{call}(source={source}, tag={tag})"
+        label = (_obj_label, call, "source", source, tag, None)
         preq = self._start_recv(None, source, tag, label)
         return Request(preq, "recv", _recv_value, label) if preq else completed_request()
 
+    def _send_obj(self, obj, dest, tag, sync, call) -> None:
+        data = pickle.dumps(obj, _PICKLE)
+        label = (_obj_label, call, "dest", dest, tag, len(data))
+        posted = self._post_send(self._st(), data, dest, tag, sync, label)
+        if posted is not None:
+            rc, preq = posted
+            if not preq.complete:
+                rc.wait_request(preq, label)
+
     def send(self, obj, dest: int, tag: int = 0) -> None:
-        self._isend_obj(obj, dest, tag, False, "send").wait()
+        self._send_obj(obj, dest, tag, False, "send")
 
     def ssend(self, obj, dest: int, tag: int = 0) -> None:
-        self._isend_obj(obj, dest, tag, True, "ssend").wait()
+        self._send_obj(obj, dest, tag, True, "ssend")
 
     def isend(self, obj, dest: int, tag: int = 0) -> Request:
         return self._isend_obj(obj, dest, tag, False, "isend")
@@ -285,7 +327,17 @@ class Comm:
         return self._isend_obj(obj, dest, tag, True, "issend")
 
     def recv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None):
-        return self._irecv_obj(source, tag, "recv").wait(status)
+        label = (_obj_label, "recv", "source", source, tag, None)
+        posted = self._post_recv(self._st(), None, source, tag, label)
+        if posted is None:
+            if status is not None:
+                status._fill(PROC_NULL, ANY_TAG, 0, 0)
+            return None
+        rc, preq = posted
+        if not preq.complete:
+            rc.wait_request(preq, label)
+        finish_recv(preq, status)
+        return pickle.loads(preq.data)
 
     def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         return self._irecv_obj(source, tag, "irecv")
@@ -321,7 +373,7 @@ class Comm:
     def Dup(self) -> Intracomm:
         st = self._st()
         cid = self._new_cid()
-        return Intracomm(CommState(cid, list(st.ranks), st.rank))
+        return Intracomm(CommState(cid, list(st.ranks), st.rank, st.rc))
 
     Clone = Dup
 
@@ -333,7 +385,7 @@ class Comm:
             return Intracomm(None)
         members = sorted((k, r) for r, (c, k) in enumerate(infos) if c == color)
         ranks = [st.ranks[r] for _, r in members]
-        return Intracomm(CommState(cid, ranks, [r for _, r in members].index(st.rank)))
+        return Intracomm(CommState(cid, ranks, [r for _, r in members].index(st.rank), st.rc))
 
     def Free(self) -> None:
         if not isinstance(self._s, CommState):
@@ -348,7 +400,7 @@ class Comm:
     # -- collectives --------------------------------------------------------------------
     def _channel(self, tag: int, call: str) -> coll.Channel:
         st = self._st()
-        return coll.Channel(current(), st, tag, f"{call}(comm={st.name or 'comm'})")
+        return coll.Channel(st.rc, st, tag, (_coll_label, call, st))
 
     def Barrier(self) -> None:
         coll.barrier(self._channel(_T_BARRIER, "MPI_Barrier"))
@@ -470,6 +522,23 @@ class Comm:
 
 class Intracomm(Comm):
     __slots__ = ()
+
+
+# Deadlock-report labels, rendered only when a report is printed (see pml.describe).
+def _p2p_label(call, msg, peer_kw, peer, tag, st) -> str:
+    return (
+        f"{call}(count={msg.count}, datatype={msg.datatype.name}, {peer_kw}={peer}, "
+        f"tag={tag}, comm={st.name or 'comm'})"
+    )
+
+
+def _obj_label(call, peer_kw, peer, tag, nbytes) -> str:
+    pickled = "" if nbytes is None else f", {nbytes} pickled bytes"
+    return f"{call}({peer_kw}={peer}, tag={tag}{pickled})"
+
+
+def _coll_label(call, st) -> str:
+    return f"{call}(comm={st.name or 'comm'})"
 
 
 def _object_combiner(op):

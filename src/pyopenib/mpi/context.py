@@ -44,7 +44,7 @@ class RankContext:
         self.btl = pml.btl
         self.hostname = hostname
         self.next_cid = 2
-        self.blocked_in: str | None = None
+        self.blocked_in = None  # what the rank is blocked in: a label (see pml.describe)
         self.finalized = False
         self.world = None
         self.self_comm = None
@@ -72,8 +72,26 @@ class RankContext:
             self.sim.sleep(POLL_PS)
             self.resumed()
 
-    def wait_for(self, done, call: str) -> None:
-        """Drive progress until ``done()``; ``call`` names the MPI call for deadlock reports."""
+    def wait_request(self, preq, call) -> None:
+        """Drive progress until the PML request ``preq`` completes: ``wait_for`` without a
+        closure, for the blocking calls every program makes (Send, Recv, Wait)."""
+        if preq.complete:
+            return
+        self.charge_cpu()
+        pml = self.pml
+        btl = self.btl
+        outer = self.blocked_in
+        if outer is None:
+            self.blocked_in = call
+        while not preq.complete:
+            if pml.progress() == 0:
+                btl.wait_for_activity()
+        self.blocked_in = outer
+        self.resumed()
+
+    def wait_for(self, done, call) -> None:
+        """Drive progress until ``done()``; ``call`` names the MPI call for deadlock reports
+        (a string, or a ``(render, *args)`` label that only a report renders)."""
         if done():
             return
         self.charge_cpu()

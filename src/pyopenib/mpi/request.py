@@ -7,11 +7,12 @@ as MPI sets a completed request to ``MPI_REQUEST_NULL``.
 
 from __future__ import annotations
 
+from ..pml import describe
 from .context import current
 from .errors import ERROR_CLASSES, Exception
 from .status import ANY_SOURCE, ANY_TAG, PROC_NULL, Status
 
-__all__ = ["Prequest", "Request", "completed_request"]
+__all__ = ["Prequest", "Request", "completed_request", "finish_recv"]
 
 ERR_TRUNCATE = ERROR_CLASSES["ERR_TRUNCATE"][0]
 ERR_IN_STATUS = ERROR_CLASSES["ERR_IN_STATUS"][0]
@@ -27,12 +28,23 @@ def _send_status(preq):
     return (ANY_SOURCE, ANY_TAG, 0, 0, preq.cancelled)
 
 
+def finish_recv(preq, status: Status | None) -> None:
+    """What Wait does with a completed receive, for the blocking calls that need no
+    ``Request`` object: fill the status, raise ``ERR_TRUNCATE`` if the message was cut."""
+    if status is not None:
+        status._fill(preq.source, preq.tag, ERR_TRUNCATE if preq.truncated else 0, preq.count,
+                     preq.cancelled)  # fmt: skip
+    if preq.truncated:
+        raise Exception(ERR_TRUNCATE)
+
+
 class Request:
-    """``finish(pml_request)`` returns the value lowercase ``wait()`` gives back."""
+    """``finish(pml_request)`` returns the value lowercase ``wait()`` gives back; ``label``
+    names the call for deadlock reports (see ``pml.describe``)."""
 
     __slots__ = ("_preq", "_kind", "_finish", "_label", "__weakref__")
 
-    def __init__(self, preq=None, kind: str = "send", finish=None, label: str = ""):
+    def __init__(self, preq=None, kind: str = "send", finish=None, label=""):
         self._preq = preq
         self._kind = kind
         self._finish = finish
@@ -62,8 +74,9 @@ class Request:
         return fields[2], value
 
     def _wait(self) -> None:
-        if not self._ready():
-            current().wait_for(self._ready, self._label)
+        p = self._preq
+        if p is not None and not p.complete:
+            current().wait_request(p, self._label)
 
     def Wait(self, status: Status | None = None) -> bool:
         self._wait()
@@ -123,7 +136,7 @@ class Request:
     def Waitall(cls, requests, statuses=None) -> bool:
         requests = list(requests)
         if not cls._all_ready(requests):
-            current().wait_for(lambda: cls._all_ready(requests), _many("MPI_Waitall", requests))
+            current().wait_for(lambda: cls._all_ready(requests), (_many, "MPI_Waitall", requests))
         failed = False
         for i, r in enumerate(requests):
             st = statuses[i] if statuses is not None and i < len(statuses) else None
@@ -137,7 +150,7 @@ class Request:
     def waitall(cls, requests, statuses=None) -> list:
         requests = list(requests)
         if not cls._all_ready(requests):
-            current().wait_for(lambda: cls._all_ready(requests), _many("MPI_Waitall", requests))
+            current().wait_for(lambda: cls._all_ready(requests), (_many, "MPI_Waitall", requests))
         values = []
         for i, r in enumerate(requests):
             st = statuses[i] if statuses is not None and i < len(statuses) else None
@@ -161,7 +174,7 @@ class Request:
             return None
         if cls._first_ready(requests) is None:
             current().wait_for(
-                lambda: cls._first_ready(requests) is not None, _many("MPI_Waitany", requests)
+                lambda: cls._first_ready(requests) is not None, (_many, "MPI_Waitany", requests)
             )
         return cls._first_ready(requests)
 
@@ -222,7 +235,7 @@ class Request:
 
     def __repr__(self) -> str:
         state = "active" if self._preq is not None else "null"
-        return f"<pyopenib.MPI.Request {self._label or self._kind} {state}>"
+        return f"<pyopenib.MPI.Request {describe(self._label) or self._kind} {state}>"
 
 
 class Prequest(Request):
@@ -230,7 +243,7 @@ class Prequest(Request):
 
     __slots__ = ("_start",)
 
-    def __init__(self, start, kind: str, finish=None, label: str = ""):
+    def __init__(self, start, kind: str, finish=None, label=""):
         super().__init__(None, kind, finish, label)
         self._start = start
 
@@ -251,5 +264,5 @@ def completed_request(kind: str = "null-proc") -> Request:
 
 
 def _many(call: str, requests) -> str:
-    labels = [r._label for r in requests if r._preq is not None and not r._preq.complete]
+    labels = [describe(r._label) for r in requests if r._preq is not None and not r._preq.complete]
     return f"{call}({len(requests)} requests: {'; '.join(labels)})"

@@ -29,7 +29,7 @@ from greenlet import GreenletExit, getcurrent
 
 from ..btl.interface import TransportError
 from ..errors import TOPICS, register_topics
-from ..pml import Pml
+from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
 from . import context
 from .comm import CommState
@@ -116,8 +116,8 @@ class _Job:
         self.contexts = []
         for rank, btl in enumerate(btls):
             ctx = RankContext(self, rank, Pml(btl), hostnames[rank])
-            ctx.world = CommState(0, list(range(self.nprocs)), rank, "MPI_COMM_WORLD")
-            ctx.self_comm = CommState(1, [rank], 0, "MPI_COMM_SELF")
+            ctx.world = CommState(0, list(range(self.nprocs)), rank, ctx, "MPI_COMM_WORLD")
+            ctx.self_comm = CommState(1, [rank], 0, ctx, "MPI_COMM_SELF")
             ctx.streams = {
                 "stdout": RankStream(rank, "stdout", out, tag_output),
                 "stderr": RankStream(rank, "stderr", err, tag_output),
@@ -195,10 +195,10 @@ class _Job:
     def rank_report(self) -> str:
         lines = []
         for ctx in self.contexts:
-            state = ctx.blocked_in or "running"
+            state = describe(ctx.blocked_in) if ctx.blocked_in else "running"
             lines.append(f"  rank {ctx.rank}: blocked in {state}")
             for req in ctx.pml.pending_requests():
-                lines.append(f"    pending request: {req.label}")
+                lines.append(f"    pending request: {req.describe()}")
         return "\n".join(lines)
 
     def close_streams(self) -> None:

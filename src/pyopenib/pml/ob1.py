@@ -18,7 +18,7 @@ from collections import deque
 import numpy as np
 
 from .header import ACK, ACK_HDR, BTL_TAG_PML, FIN, ID_HDR, MATCH, MATCH_HDR, RNDV, RNDV_HDR
-from .request import PmlRequest, RecvRequest, SendRequest
+from .request import ANY_SOURCE, ANY_TAG, EAGER_SENT, PmlRequest, RecvRequest, SendRequest
 
 __all__ = ["Pml"]
 
@@ -38,15 +38,27 @@ class _Unexpected:
         self.send_id = send_id
 
 
+_MATCH_LEN = MATCH_HDR.size
+_RNDV_LEN = RNDV_HDR.size
+_pack_match = MATCH_HDR.pack
+_unpack_match = MATCH_HDR.unpack_from
+_U8 = np.uint8
+
+
 class Pml:
     """One process's PML over its BTL module. Ranks in headers are communicator ranks;
-    ``peer`` arguments are world ranks (the BTL's process index)."""
+    ``peer`` arguments are world ranks (the BTL's process index).
+
+    Hot paths (an eager send, an eager fragment that finds its receive posted, a receive
+    that finds its fragment waiting) allocate one request at most and format no text;
+    they are written out inline rather than through the general rendezvous machinery.
+    """
 
     def __init__(self, btl):
         self.btl = btl
         self.rank = btl.rank
-        self._eager_payload = btl.eager_limit - MATCH_HDR.size
-        self._rts_payload = max(0, min(btl.rndv_eager_limit, btl.eager_limit) - RNDV_HDR.size)
+        self._eager_payload = btl.eager_limit - _MATCH_LEN
+        self._rts_payload = max(0, min(btl.rndv_eager_limit, btl.eager_limit) - _RNDV_LEN)
         self._frag = btl.max_send_size
         self._next_id = 1
         self._send_seq: dict[tuple[int, int], int] = {}
@@ -56,6 +68,8 @@ class Pml:
         self._unexpected: dict[int, list[_Unexpected]] = {}
         self._live: dict[int, PmlRequest] = {}
         self._self_queue: deque = deque()
+        self._btl_send = btl.send
+        self._btl_progress = btl.progress
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
     # -- requests -----------------------------------------------------------------------
@@ -73,51 +87,60 @@ class Pml:
         return list(self._live.values())
 
     # -- sending ------------------------------------------------------------------------
-    def isend(
-        self,
-        data: np.ndarray,
-        peer: int,
-        ctx: int,
-        source: int,
-        tag: int,
-        sync: bool = False,
-        label: str = "send",
-    ) -> SendRequest:
-        """Start sending ``data`` (uint8, unchanged until completion) to world rank ``peer``
-        as communicator rank ``source`` of context ``ctx``."""
-        req = SendRequest(self._new_id(), label, peer, data)
+    def isend(self, data, peer: int, ctx: int, source: int, tag: int, sync: bool = False,
+              label="send") -> SendRequest:  # fmt: skip
+        """Start sending ``data`` (bytes-like: uint8 array or bytes, unchanged until
+        completion) to world rank ``peer`` as communicator rank ``source`` of context
+        ``ctx``. An eager send is complete on return (``EAGER_SENT``)."""
         key = (ctx, peer)
-        seq = self._send_seq.get(key, 0)
-        self._send_seq[key] = seq + 1
+        seqs = self._send_seq
+        seq = seqs.get(key, 0)
+        seqs[key] = seq + 1
         n = len(data)
         to_self = peer == self.rank
-        if not sync and (to_self or n <= self._eager_payload):
-            hdr = MATCH_HDR.pack(MATCH, ctx, source, tag, seq)
-            self._send_control(peer, hdr + data.tobytes())
-            req.complete = True
-            return req
+        if not sync and (n <= self._eager_payload or to_self):
+            msg = b"".join((_pack_match(MATCH, ctx, source, tag, seq), data))
+            if to_self:
+                self._self_queue.append(msg)
+            else:
+                self._btl_send(peer, BTL_TAG_PML, msg)
+            return EAGER_SENT
+        if type(data) is not np.ndarray:
+            data = np.frombuffer(data, _U8)
+        req = SendRequest(self._new_id(), label, peer, data)
         self._live[req.id] = req
         # Open MPI's btl/self moves any size in one step; the openib path sends an RTS.
         first = n if to_self else min(n, self._rts_payload)
         hdr = RNDV_HDR.pack(RNDV, ctx, source, tag, seq, n, req.id)
-        self._send_control(peer, hdr + data[:first].tobytes())
+        self._send_control(peer, b"".join((hdr, data[:first])))
         return req
 
     # -- receiving ----------------------------------------------------------------------
-    def irecv(
-        self, buffer: np.ndarray | None, ctx: int, source: int, tag: int, label: str = "recv"
-    ) -> RecvRequest:
-        """Post a receive into ``buffer`` (writable uint8, or None to allocate on match)."""
+    def irecv(self, buffer: np.ndarray | None, ctx: int, source: int, tag: int,
+              label="recv") -> RecvRequest:  # fmt: skip
+        """Post a receive into ``buffer`` (writable contiguous uint8, or None to allocate
+        on match). Complete on return when a matching eager fragment was waiting."""
         req = RecvRequest(self._new_id(), label, ctx, source, tag, buffer)
-        self._live[req.id] = req
         queue = self._unexpected.get(ctx)
         if queue:
             for i, frag in enumerate(queue):
-                if req.matches(frag.source, frag.tag):
+                ftag = frag.tag
+                if (source == frag.source or source == ANY_SOURCE) and (
+                    tag == ftag or (tag == ANY_TAG and ftag >= 0)
+                ):
                     del queue[i]
-                    self._deliver(req, frag.peer, frag)
+                    if frag.kind == MATCH:
+                        _fill_eager(req, frag.source, ftag, frag.payload)
+                    else:
+                        self._live[req.id] = req
+                        self._deliver(req, frag.peer, frag)
                     return req
-        self._posted.setdefault(ctx, []).append(req)
+        self._live[req.id] = req
+        posted = self._posted.get(ctx)
+        if posted is None:
+            self._posted[ctx] = [req]
+        else:
+            posted.append(req)
         return req
 
     def iprobe(self, ctx: int, source: int, tag: int) -> tuple[int, int, int] | None:
@@ -142,29 +165,37 @@ class Pml:
     # -- progress -----------------------------------------------------------------------
     def progress(self) -> int:
         """Handle self messages and BTL completions; returns how many were handled."""
-        n = 0
         q = self._self_queue
+        if not q:
+            return self._btl_progress()
+        n = 0
         while q:
             self._on_message(self.rank, memoryview(q.popleft()))
             n += 1
-        return n + self.btl.progress()
+        return n + self._btl_progress()
 
     def _on_message(self, peer: int, view: memoryview) -> None:
         kind = view[0]
         if kind == MATCH or kind == RNDV:
-            _, ctx, _, _, seq = MATCH_HDR.unpack_from(view)
+            _, ctx, source, tag, seq = _unpack_match(view)
             key = (ctx, peer)
-            expected = self._expected_seq.get(key, 0)
+            expected_seq = self._expected_seq
+            expected = expected_seq.get(key, 0)
             if seq != expected:
                 self._cant_match.setdefault(key, {})[seq] = bytes(view)
                 return
-            self._match(peer, kind, view)
+            self._match(peer, kind, ctx, source, tag, view)
             expected += 1
-            waiting = self._cant_match.get(key)
-            while waiting and expected in waiting:
-                self._match(peer, waiting[expected][0], memoryview(waiting.pop(expected)))
-                expected += 1
-            self._expected_seq[key] = expected
+            if self._cant_match:
+                waiting = self._cant_match.get(key)
+                while waiting and expected in waiting:
+                    early = memoryview(waiting.pop(expected))
+                    _, _, esource, etag, _ = _unpack_match(early)
+                    self._match(peer, early[0], ctx, esource, etag, early)
+                    expected += 1
+                if waiting is not None and not waiting:
+                    del self._cant_match[key]
+            expected_seq[key] = expected
         elif kind == ACK:
             _, send_id, recv_id, key, offset = ACK_HDR.unpack_from(view)
             self._on_ack(self._live[send_id], recv_id, key, offset)
@@ -174,33 +205,49 @@ class Pml:
         else:
             raise ValueError(f"PML received unknown header type {kind} from rank {peer}")
 
-    def _match(self, peer: int, kind: int, view: memoryview) -> None:
-        if kind == MATCH:
-            _, ctx, source, tag, _ = MATCH_HDR.unpack_from(view)
-            payload = view[MATCH_HDR.size :]
-            total, send_id = len(payload), 0
-        else:
-            _, ctx, source, tag, _, total, send_id = RNDV_HDR.unpack_from(view)
-            payload = view[RNDV_HDR.size :]
+    def _match(self, peer: int, kind: int, ctx: int, source: int, tag: int, view) -> None:
         posted = self._posted.get(ctx)
         if posted:
             for i, req in enumerate(posted):
-                if req.matches(source, tag):
+                ws = req.want_source
+                wt = req.want_tag
+                if (ws == source or ws == ANY_SOURCE) and (
+                    wt == tag or (wt == ANY_TAG and tag >= 0)
+                ):
                     del posted[i]
-                    frag = _Unexpected(peer, source, tag, kind, payload, total, send_id)
-                    self._deliver(req, peer, frag)
+                    if kind == MATCH:
+                        _fill_eager(req, source, tag, view[_MATCH_LEN:])
+                        del self._live[req.id]
+                    else:
+                        self._deliver(req, peer, self._rndv_frag(peer, source, tag, view, False))
                     return
-        frag = _Unexpected(peer, source, tag, kind, bytes(payload), total, send_id)
-        self._unexpected.setdefault(ctx, []).append(frag)
+        if kind == MATCH:
+            payload = bytes(view[_MATCH_LEN:])
+            frag = _Unexpected(peer, source, tag, MATCH, payload, len(payload), 0)
+        else:
+            frag = self._rndv_frag(peer, source, tag, view, True)
+        queue = self._unexpected.get(ctx)
+        if queue is None:
+            self._unexpected[ctx] = [frag]
+        else:
+            queue.append(frag)
+
+    @staticmethod
+    def _rndv_frag(peer, source, tag, view, copy: bool) -> _Unexpected:
+        total, send_id = RNDV_HDR.unpack_from(view)[5:]
+        payload = view[_RNDV_LEN:]
+        return _Unexpected(peer, source, tag, RNDV, bytes(payload) if copy else payload,
+                           total, send_id)  # fmt: skip
 
     def _deliver(self, req: RecvRequest, peer: int, frag: _Unexpected) -> None:
-        """A receive matched a fragment: copy eager data, or start the rendezvous."""
+        """A receive matched an RTS: copy its first fragment, then ACK (and wait for the
+        RDMA writes and the FIN, unless the RTS carried everything)."""
         req.source = frag.source
         req.tag = frag.tag
         total = frag.total
         buf = req.buffer
         if buf is None:
-            target = np.empty(total, dtype=np.uint8)
+            target = np.empty(total, dtype=_U8)
             req.data = target
             req.count = total
         elif total <= len(buf):
@@ -209,16 +256,15 @@ class Pml:
         else:
             req.truncated = True
             req.count = len(buf)
-            target = np.empty(total, dtype=np.uint8)
+            target = np.empty(total, dtype=_U8)
         payload = frag.payload
         first = len(payload)
         if first:
-            target[:first] = np.frombuffer(payload, dtype=np.uint8)
+            target[:first] = np.frombuffer(payload, dtype=_U8)
         if first == total:
             if target is not buf and buf is not None:
                 buf[:] = target[: len(buf)]
-            if frag.kind == RNDV:
-                self._send_control(peer, ACK_HDR.pack(ACK, frag.send_id, 0, 0, total))
+            self._send_control(peer, ACK_HDR.pack(ACK, frag.send_id, 0, 0, total))
             self._done(req)
             return
         req._target = target
@@ -229,7 +275,7 @@ class Pml:
         if peer == self.rank:
             self._self_queue.append(msg)
         else:
-            self.btl.send(peer, BTL_TAG_PML, msg)
+            self._btl_send(peer, BTL_TAG_PML, msg)
 
     def _on_ack(self, req: SendRequest, recv_id: int, key: int, offset: int) -> None:
         """Receiver is ready: RDMA-write the rest in max_send_size pieces, then FIN."""
@@ -260,3 +306,24 @@ class Pml:
         if req.buffer is not None and target is not req.buffer:
             req.buffer[:] = target[: len(req.buffer)]
         self._done(req)
+
+
+def _fill_eager(req: RecvRequest, source: int, tag: int, payload) -> None:
+    """Complete ``req`` with an eager payload (the caller unlinks it from the queues)."""
+    req.source = source
+    req.tag = tag
+    n = len(payload)
+    buf = req.buffer
+    if buf is None:
+        req.data = np.frombuffer(bytes(payload), _U8)
+        req.count = n
+    else:
+        room = len(buf)
+        if n > room:
+            req.truncated = True
+            n = room
+            payload = payload[:room]
+        if n:
+            memoryview(buf)[:n] = payload
+        req.count = n
+    req.complete = True

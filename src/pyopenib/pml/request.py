@@ -1,27 +1,31 @@
 """PML requests: what a send or a receive is waiting for, and its completion status.
 
 A request is complete when ``complete`` is true; the MPI layer polls it while it drives
-progress. ``label`` is the MPI call that created it (for deadlock reports).
+progress. ``label`` names the MPI call that created it, for deadlock reports only: a
+string, or a tuple ``(render, *args)`` that ``describe`` turns into one — so the hot path
+never formats text that nobody reads.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-__all__ = ["ANY_SOURCE", "ANY_TAG", "PmlRequest", "RecvRequest", "SendRequest"]
+__all__ = ["ANY_SOURCE", "ANY_TAG", "PmlRequest", "RecvRequest", "SendRequest", "describe"]
 
 ANY_SOURCE = -1
 ANY_TAG = -1
 
 
+def describe(label) -> str:
+    """The text of a label: itself, or ``render(*args)`` of a ``(render, *args)`` tuple."""
+    if type(label) is tuple:
+        return label[0](*label[1:])
+    return label
+
+
 class PmlRequest:
     __slots__ = ("id", "complete", "cancelled", "label")
 
-    def __init__(self, req_id: int, label: str):
-        self.id = req_id
-        self.complete = False
-        self.cancelled = False
-        self.label = label
+    def describe(self) -> str:
+        return describe(self.label)
 
 
 class SendRequest(PmlRequest):
@@ -31,8 +35,11 @@ class SendRequest(PmlRequest):
 
     __slots__ = ("peer", "data", "puts_left", "recv_id")
 
-    def __init__(self, req_id, label, peer: int, data: np.ndarray):
-        super().__init__(req_id, label)
+    def __init__(self, req_id, label, peer: int, data, complete: bool = False):
+        self.id = req_id
+        self.complete = complete
+        self.cancelled = False
+        self.label = label
         self.peer = peer
         self.data = data
         self.puts_left = 0
@@ -43,7 +50,7 @@ class RecvRequest(PmlRequest):
     """A receive; after completion ``source``/``tag`` are the matched sender's (communicator
     rank, tag), ``count`` the bytes stored and ``truncated`` whether more were sent than the
     buffer holds. ``buffer`` None means "allocate at match time" (pickle receives):
-    ``data`` is then the whole message."""
+    ``data`` is then the whole message (a read-only uint8 array)."""
 
     __slots__ = (
         "ctx",
@@ -59,7 +66,10 @@ class RecvRequest(PmlRequest):
     )
 
     def __init__(self, req_id, label, ctx: int, source: int, tag: int, buffer):
-        super().__init__(req_id, label)
+        self.id = req_id
+        self.complete = False
+        self.cancelled = False
+        self.label = label
         self.ctx = ctx
         self.want_source = source
         self.want_tag = tag
@@ -75,3 +85,8 @@ class RecvRequest(PmlRequest):
         ws = self.want_source
         wt = self.want_tag
         return (ws == source or ws == ANY_SOURCE) and (wt == tag or (wt == ANY_TAG and tag >= 0))
+
+
+EAGER_SENT = SendRequest(0, "eager send", -1, None, complete=True)
+"""What every eager send returns: complete at once, nothing to remember (MPI lets the
+user reuse the buffer because the BTL copied it), so one shared, immutable instance."""
