@@ -49,6 +49,7 @@ _COMMANDS: list[tuple[str, str]] = [
     (".btl.commands", "scenario"),
     (".btl.commands", "demo"),
     (".verbs.perftest_command", "perftest"),
+    (".report.commands", "report"),
 ]
 
 _attach_commands()
