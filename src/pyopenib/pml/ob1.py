@@ -9,6 +9,11 @@ Ordering (MPI's non-overtaking rule): the BTL may deliver a large message after 
 one sent later (they travel on different QPs), so every matching header carries a
 sequence number and a fragment that arrives early waits in ``_cant_match`` until its
 predecessors were matched — ob1's ``frags_cant_match``.
+
+Priority: every PML message (MATCH, RNDV, ACK, FIN) goes to the BTL as high priority,
+as ob1 flags them ``MCA_BTL_DES_FLAGS_PRIORITY``; that is what lets the openib BTL carry
+them on an eager-RDMA ring once a peer is frequent enough. The bulk of a rendezvous
+travels by RDMA write and has no priority to give.
 """
 
 from __future__ import annotations
@@ -103,7 +108,7 @@ class Pml:
             if to_self:
                 self._self_queue.append(msg)
             else:
-                self._btl_send(peer, BTL_TAG_PML, msg)
+                self._btl_send(peer, BTL_TAG_PML, msg, None, True)
             return EAGER_SENT
         if type(data) is not np.ndarray:
             data = np.frombuffer(data, _U8)
@@ -275,7 +280,7 @@ class Pml:
         if peer == self.rank:
             self._self_queue.append(msg)
         else:
-            self._btl_send(peer, BTL_TAG_PML, msg)
+            self._btl_send(peer, BTL_TAG_PML, msg, None, True)
 
     def _on_ack(self, req: SendRequest, recv_id: int, key: int, offset: int) -> None:
         """Receiver is ready: RDMA-write the rest in max_send_size pieces, then FIN."""
