@@ -101,3 +101,12 @@ def test_bandwidth_never_exceeds_link_rate():
     t_ps = _stream_time(1, nbytes)
     gbps = nbytes * 8 / (t_ps / 1000)  # bits per ns
     assert gbps <= toy_model().link_gbps
+
+
+def test_shared_queue_fetches_the_next_send_while_the_current_one_transmits():
+    # toy NIC: 20 000 bytes take ~20.3 us on the wire and ~10.4 us to fetch over PCIe;
+    # back-to-back sends must leave one wire time apart, not one wire time + one fetch
+    _, left, _ = run_ops(toy_model(work_queue="shared"), [("send", 20_000)] * 6)
+    gaps = [b - a for a, b in zip(left, left[1:], strict=False)]
+    wire_ps = (20_000 + 10 * 26) * 1000
+    assert all(gap <= wire_ps * 1.02 for gap in gaps), gaps

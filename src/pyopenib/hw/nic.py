@@ -5,9 +5,11 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
 * **Work-queue architecture.** ``split``: a QP's send WRs are processed by a send engine
   and its receive WRs become usable ``recv_usable`` after ``post_recv``, independently.
   ``shared`` (Chelsio T3): send and receive WRs of a QP sit in ONE FIFO processed in
-  order, and a send WR is retired only once its data is on the wire, so a receive posted
-  behind queued sends becomes usable only after those sends have left. This is the
-  property that makes the credit race fatal on T3.
+  order, and a receive entry is processed only once every send ahead of it has left the
+  wire, so a receive posted behind queued sends becomes usable only after those sends
+  have left. This is the property that makes the credit race fatal on T3. The engine may
+  fetch the next send's payload while the previous send transmits (``SEND_PREFETCH``),
+  which is how the T3 streams near link rate.
 * **Transport.** RC: reliable, in order per QP; a SEND consumes the oldest posted
   receive, which must be *usable*. When it is not: InfiniBand answers RNR NAK and the
   requester retries after ``min_rnr_timer`` up to ``rnr_retry`` times (7 = forever), then
@@ -65,6 +67,15 @@ HEADER_BYTES = {"ib": 26, "iwarp": 78}
 """Per-packet wire overhead. IB: LRH 8 + BTH 12 + ICRC 4 + VCRC 2. iWARP over Ethernet:
 MAC 14 + FCS 4 + IPv4 20 + TCP 20 + MPA 2+4 (len, CRC) + DDP/RDMAP 14."""
 ACK_PAYLOAD = 4  # AETH
+
+SEND_PREFETCH = 1
+"""Sends a ``shared`` work-queue engine may have fetched beyond the one on the wire.
+Without any, each WR's DMA read (~44 us for 64 KiB on the T3's PCIe-x8 gen1) would
+alternate with its transmission (~52 us) and cap send_bw near half the link rate; the
+T3 reached ~1.1 GB/s of 1.25, so its engine overlaps them. One is enough to hide the DMA
+behind the wire and keeps the receive-ordering property intact (a receive entry still
+waits for every earlier send to leave). An assumption about the RDMA engine, not a
+documented figure (see docs/devices.md, Transport model)."""
 
 _RNR_TIMER_MS = (
     655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96,
@@ -220,7 +231,7 @@ class HwQp:
         # engine's queue of a split device)
         self.work: deque = deque()
         self.engine_busy = False
-        self.engine_waits_msn = -1
+        self.leaving: deque[int] = deque()  # shared: msns fetched, not yet fully on the wire
         self.rq: deque = deque()  # [RecvWR, usable]
         # responder
         self.expected_msn = 0
@@ -375,11 +386,18 @@ class Nic:
     # -- the work-queue engine -----------------------------------------------------------
     def _engine_next(self, qp: HwQp) -> None:
         """Start the next WR of the QP's queue (send engine, or the shared FIFO)."""
-        if not qp.work or qp.state == QpState.ERROR:
+        work = qp.work
+        if not work or qp.state == QpState.ERROR:
             qp.engine_busy = False
             return
+        if self.shared_wq and qp.leaving:
+            # a receive waits until every earlier send has left; a send may be fetched
+            # while at most SEND_PREFETCH others wait to leave (``_tx_done`` restarts us)
+            if type(work[0]) is list or len(qp.leaving) > SEND_PREFETCH:
+                qp.engine_busy = False
+                return
         qp.engine_busy = True
-        item = qp.work.popleft()
+        item = work.popleft()
         m = self.model
         if type(item) is list:  # a receive entry in a shared work queue
             self.sim.schedule(self._dur("nic.recv_wqe", m.recv_wqe), self._recv_processed, qp, item)
@@ -458,9 +476,8 @@ class Nic:
             qp.tx.extend(msg.packets)
             self._activate(qp)
         if self.shared_wq and opcode != WrOpcode.RDMA_READ:
-            qp.engine_waits_msn = msn  # retired when its last packet is on the wire
-        else:
-            self._engine_next(qp)
+            qp.leaving.append(msn)
+        self._engine_next(qp)
 
     def _gather(self, wr: SendWR):
         parts = []
@@ -519,9 +536,11 @@ class Nic:
             tr = self.sim.tracer
             if tr is not None:
                 tr.emit("hw", "send_left", qp.actor, msn=pkt.msn)
-            if qp.engine_waits_msn == pkt.msn:
-                qp.engine_waits_msn = -1
-                self._engine_next(qp)
+            leaving = qp.leaving
+            if leaving and leaving[0] == pkt.msn:  # its first departure, not a retransmission
+                leaving.popleft()
+                if not qp.engine_busy:
+                    self._engine_next(qp)
         self._tx_next()
 
     # -- receiving -----------------------------------------------------------------------
@@ -933,7 +952,7 @@ class Nic:
             if type(item) is not list:
                 flushed_sends.append(item)
         qp.work.clear()
-        qp.engine_waits_msn = -1
+        qp.leaving.clear()
         for wr in flushed_sends:
             self._flush_send(qp, wr)
         while qp.rq:
