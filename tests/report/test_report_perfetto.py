@@ -106,3 +106,22 @@ def test_a_terminated_send_is_an_arrow_into_the_terminate():
         _ev(9, "terminate_sent", "node001/t3/qp9", msn=1, posted=4, usable=0),
     ]
     assert [(m.send, m.arrival) for m in find_messages(events)] == [(0, 1), (2, 3)]
+
+
+def test_a_credit_message_is_the_next_control_sized_send_on_the_qp_it_was_posted_on():
+    btl = ("btl", "credit_msg", "rank1->0", (("qp", 1), ("on_qp", 0), ("credits", 64)))
+    events = [
+        _ev(0, "send_emit", "node000/t3/qp8", op="SEND", msn=0, bytes=500),
+        _ev(1, "send_emit", "node001/t3/qp4", op="SEND", msn=0, bytes=500),
+        _ev(3, "recv_msg", "node001/t3/qp5", op="SEND", msn=0, bytes=500),
+        _ev(4, "recv_msg", "node000/t3/qp7", op="SEND", msn=0, bytes=500),
+        (5, *btl),
+        _ev(6, "send_emit", "node001/t3/qp5", op="SEND", msn=1, bytes=8),  # QP index 1: not it
+        _ev(7, "send_emit", "node001/t3/qp4", op="SEND", msn=1, bytes=8),
+        _ev(9, "recv_msg", "node000/t3/qp8", op="SEND", msn=1, bytes=8),
+        _ev(9, "recv_msg", "node000/t3/qp7", op="SEND", msn=1, bytes=8),
+    ]
+    assert qp_peers(events)["node001/t3/qp4"] == "node000/t3/qp7"
+    labels = {(m.send, m.arrival): m.label for m in find_messages(events)}
+    assert labels[(6, 8)] == "credits qp=1 on qp0"
+    assert labels[(5, 7)] == "SEND 8B msn 1"

@@ -50,3 +50,12 @@ def test_an_unknown_extension_is_refused(tmp_path):
     with pytest.raises(PyopenibError) as exc:
         write_trace([_ev(0, "post_rr")], tmp_path / "x.txt")
     assert exc.value.topic == "report-trace-format"
+
+
+def test_runs_of_receive_readiness_share_one_row_per_qp():
+    from pyopenib.report.sequence import _group_bursts
+
+    events = [_ev(0, "post_rr", "rank0->1")]
+    events += [_ev(t, "recv_usable", f"node000/t3/qp{64 + t % 2}") for t in range(1, 9)]
+    events += [_ev(9, "credit_msg", "rank0->1"), _ev(10, "recv_usable")]
+    assert [len(g) for g in _group_bursts(events, list(range(len(events))))] == [1, 4, 4, 1, 1]

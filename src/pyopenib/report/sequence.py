@@ -13,7 +13,7 @@ a message that met a TERMINATE or RNR NAK in red. A dotted line joins a BTL's
 from __future__ import annotations
 
 from ..errors import PyopenibError, register_topics
-from .messages import find_messages
+from .messages import find_messages, qp_peers
 from .tracks import Track, track_of, track_order
 from .window import default_window, first_failure, in_window
 
@@ -21,7 +21,7 @@ __all__ = ["draw_sequence", "write_sequence_diagram", "MAX_ROWS"]
 
 MAX_ROWS = 600
 """Beyond this many events a diagram stops being readable (and gets slow to draw)."""
-DEFAULT_ROWS = 60
+DEFAULT_ROWS = 40
 """The default window keeps at most this many events before the failure."""
 
 _HIDDEN = ("send_left",)  # one per packet: noise next to send_emit and the arrival
@@ -78,17 +78,21 @@ def _text(kind: str, f: dict) -> str | None:
 
 
 def _group_bursts(events, idxs: list[int]) -> list[list[int]]:
-    """Consecutive ``recv_usable`` of one QP share a row: a re-post of 64 buffers becomes
-    usable one by one, and 64 rows of dots would push the race off the page."""
+    """A run of ``recv_usable`` events shares one row per QP: a re-post of 256 buffers
+    becomes usable one by one (often interleaved across QPs), and hundreds of rows of dots
+    would push the race off the page."""
     groups: list[list[int]] = []
+    run: dict[str, list[int]] = {}  # actor -> its group in the current run
     for i in idxs:
         e = events[i]
-        if groups and e[2] == "recv_usable":
-            last = events[groups[-1][-1]]
-            if last[2] == "recv_usable" and last[3] == e[3]:
-                groups[-1].append(i)
-                continue
-        groups.append([i])
+        if e[2] != "recv_usable":
+            run = {}
+            groups.append([i])
+        elif e[3] in run:
+            run[e[3]].append(i)
+        else:
+            run[e[3]] = [i]
+            groups.append(run[e[3]])
     return groups
 
 
@@ -127,19 +131,15 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
         if m.control is not None:
             shown.add(m.control)
     t0, t1 = window
-    if len(shown) > MAX_ROWS:
-        raise PyopenibError("report-window-too-large", rows=len(shown), t0=f"{t0 / 1e6:.3f}",
-                            t1=f"{t1 / 1e6:.3f}", limit=MAX_ROWS)  # fmt: skip
     groups = _group_bursts(events, sorted(shown))
+    if len(groups) > MAX_ROWS:
+        raise PyopenibError("report-window-too-large", rows=len(groups), t0=f"{t0 / 1e6:.3f}",
+                            t1=f"{t1 / 1e6:.3f}", limit=MAX_ROWS)  # fmt: skip
     rows = [g[0] for g in groups]
     row_of = {i: n for n, g in enumerate(groups) for i in g}
     burst = {g[0]: g for g in groups if len(g) > 1}
     track = {i: track_of(events[i][3]) for i in shown}
-    trk_peers = {}
-    for m in messages:
-        a, b = track[m.send], track[m.arrival]
-        trk_peers.setdefault(a, b)
-        trk_peers.setdefault(b, a)
+    trk_peers = {track_of(a): track_of(b) for a, b in qp_peers(events).items()}
     lanes = _lanes(sorted(set(track.values()), key=lambda t: (t.host, track_order(t))), trk_peers)
     x_of = {t: n for n, t in enumerate(lanes)}
     mid = (len(lanes) - 1) / 2
@@ -216,7 +216,8 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
             right = x <= mid
             ax.text(x + (0.08 if right else -0.08), y, text, ha="left" if right else "right",
                     va="center", fontsize=7.5, color=colour if colour != "#666666" else "black",
-                    zorder=7)  # fmt: skip
+                    zorder=7, bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                                    "alpha": 0.7})  # fmt: skip
 
     title = f"pyopenib trace, {t0 / 1e6:,.3f} us to {t1 / 1e6:,.3f} us"
     if fail is not None:
