@@ -39,8 +39,9 @@ def report():
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output file.")  # fmt: skip
 @click.option("--window-us", nargs=2, type=float, default=None, metavar="START END",
-              help="Sequence diagram of this window (simulated us); default: the events "
-              "before the first failure.")  # fmt: skip
+              help="Only this window of simulated time (us): the stretch drawn, or the events "
+              "exported to Perfetto; default: the whole trace for Perfetto, the events "
+              "before the first failure for a diagram.")  # fmt: skip
 @click.option(
     "--last",
     type=click.IntRange(min=1),
