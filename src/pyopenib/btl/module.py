@@ -587,8 +587,18 @@ class OpenibModule:
         if ep.state != CONNECTED:
             return
         due = False
-        if self.queues[q].kind == "P":
-            due = ep.rd_credits[q] >= self.queues[q].rd_win
+        spec = self.queues[q]
+        if spec.kind == "P":
+            # The second condition is ours, not Open MPI's: when the peer has used all
+            # its reserved buffers on us (cm_return at rd_rsv - 1) while our fragments
+            # for q wait for credits (so none can carry cm_seen back), acknowledge in
+            # a credit message. Without it a receiver that spent its credit messages on
+            # eager-RDMA credits alone can never send the PP credits it owes: both wait
+            # forever (found by the hypothesis workloads; docs/compatibility.md).
+            pending = ep.no_credits_pending[q]
+            due = ep.rd_credits[q] >= spec.rd_win or (
+                ep.cm_return[q] >= max(1, spec.rd_rsv - 1) and bool(pending[0] or pending[1])
+            )
         else:
             q = self.credits_qp
         local = ep.eager_local
