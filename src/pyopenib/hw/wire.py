@@ -1,14 +1,21 @@
 """The wire: full-duplex links into one switch with an output queue per port.
 
 Topology is a star: every NIC port has a link to the switch. A packet leaves a NIC when
-the NIC's transmit arbiter has serialized it (see ``nic.Port``), reaches the switch after
-the link latency, waits in the output queue of the destination's port (store and
-forward: serialization at the *output* link's rate, FIFO), and reaches the destination
-NIC after the link latency again. Two senders into one port therefore share its
-bandwidth — contention is real.
+the NIC's transmit arbiter has serialized it (see ``nic.Nic._tx_next``). The switch is
+cut-through, as InfiniBand switches and the 10GbE-and-later switches modelled here are:
+the packet's head reaches the switch one link latency after it left the NIC, and after
+the switch latency it is forwarded — at once if the destination's output port is free,
+else when the packets ahead of it in that port's FIFO queue have gone. Forwarding runs at
+the output link's rate and cannot end before the tail has arrived, and the destination
+NIC has the packet one link latency after its tail left the port. So an idle path costs
+one serialization (not one per hop), and two senders into one port share its bandwidth —
+contention is real.
 
-Each output queue is one ``busy_until`` integer (picoseconds); the queue needs no
-per-packet objects beyond the packet itself.
+Each output queue is one ``busy_until`` integer (picoseconds) and each packet is placed
+in it when its tail leaves the sending NIC (one event per packet for the whole path):
+output ports grant packets in the order their tails left their NICs, a simplification
+of per-head arbitration that differs only when packets of different sizes from
+different inputs race for one port within one packet time.
 
 Loss (``Fabric.set_loss``) is off by default. When on, a packet is lost as it leaves its
 NIC (a corrupted frame the switch discards); the RC transport in ``nic.py`` recovers it.
@@ -116,15 +123,33 @@ class Fabric:
                         dst=pkt.dst_lid, qpn=pkt.dst_qpn, msn=pkt.msn, psn=pkt.psn)  # fmt: skip
             return
         src = self._ports[src_lid]
+        now = sim.now
         lat = src.link_latency
-        delay = sim.duration("wire.link", lat[0], lat[1], lat[2])
+        # cut-through: the head reached the switch one link latency after it left the NIC
+        # (``now`` is when the tail left), and may be forwarded after the switch latency
+        ser_in = int(pkt.wire_bytes * src.ps_per_byte)
+        head = now - ser_in + sim.duration("wire.link", lat[0], lat[1], lat[2])
+        if head < src.last_in:
+            head = src.last_in  # a link is FIFO: no packet overtakes an earlier one
+        src.last_in = head
         sw = self._switch_latency
-        delay += sim.duration("wire.switch", sw[0], sw[1], sw[2])
-        when = sim.now + delay
-        if when < src.last_in:
-            when = src.last_in
-        src.last_in = when
-        sim.schedule(when - sim.now, self._at_switch_output, pkt)
+        eligible = head + sim.duration("wire.switch", sw[0], sw[1], sw[2])
+        out = self._ports.get(pkt.dst_lid)
+        if out is None:
+            return  # no such port: the switch drops it, the sender's transport retries
+        start = out.busy_until if out.busy_until > eligible else eligible
+        end = start + int(pkt.wire_bytes * out.ps_per_byte)
+        if end < eligible + ser_in:
+            end = eligible + ser_in  # a faster output link cannot send what has not arrived
+        out.busy_until = end
+        out.bytes_out += pkt.wire_bytes
+        self.packets_forwarded += 1
+        lat = out.link_latency
+        arrive = end + sim.duration("wire.link", lat[0], lat[1], lat[2])
+        if arrive < out.last_out:
+            arrive = out.last_out
+        out.last_out = arrive
+        sim.schedule(arrive - now, out.nic.receive_packet, pkt)
 
     def _lost(self, pkt: Packet) -> bool:
         rule = self._loss
@@ -140,21 +165,3 @@ class Fabric:
         if lost:
             rule.dropped += 1
         return lost
-
-    def _at_switch_output(self, pkt: Packet) -> None:
-        sim = self.sim
-        out = self._ports.get(pkt.dst_lid)
-        if out is None:
-            return  # no such port: the switch drops it, the sender's transport retries
-        now = sim.now
-        start = out.busy_until if out.busy_until > now else now
-        end = start + int(pkt.wire_bytes * out.ps_per_byte)
-        out.busy_until = end
-        out.bytes_out += pkt.wire_bytes
-        self.packets_forwarded += 1
-        lat = out.link_latency
-        arrive = end + sim.duration("wire.link", lat[0], lat[1], lat[2])
-        if arrive < out.last_out:
-            arrive = out.last_out
-        out.last_out = arrive
-        sim.schedule(arrive - now, out.nic.receive_packet, pkt)
