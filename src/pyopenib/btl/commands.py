@@ -3,13 +3,14 @@ failure report when the transport fails (exit 3), and a trace excerpt around the
 
 from __future__ import annotations
 
-import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from ..report import write_trace
 from .scenarios import SCENARIOS, run_scenario
 
 EXIT_TRANSPORT_FAILURE = 3
@@ -52,13 +53,6 @@ def race_excerpt(result, before: int = 8) -> list[str]:
     return lines
 
 
-def _write_trace(result, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for t, layer, kind, actor, fields in result.tracer.events:
-            fh.write(json.dumps({"t_ps": t, "layer": layer, "kind": kind, "actor": actor,
-                                 **dict(fields)}) + "\n")  # fmt: skip
-
-
 @click.command()
 @click.argument("name", type=click.Choice(SCENARIOS))
 @click.option("--device", default="chelsio-t3", show_default=True, help="Device model id.")
@@ -68,7 +62,9 @@ def _write_trace(result, path: str) -> None:
 @click.option("--mca", nargs=2, multiple=True, metavar="K V", help="MCA parameter.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random oracle.")
 @click.option("--random-timing", is_flag=True, help="Draw durations from the device intervals.")
-@click.option("--trace", "trace_file", default=None, help="Write the trace as JSON lines.")
+@click.option("--trace", "trace_file", default=None,
+              help="Write the trace: .jsonl (JSON lines), .json (Perfetto), .svg/.png/.pdf "
+              "(sequence diagram of the race window).")  # fmt: skip
 @click.option("-n", "nprocs", type=int, default=None, help="Number of processes.")
 @click.option("--iterations", type=int, default=None, help="Fragments per sending rank.")
 def scenario(name, device, peer_device, credits_qp, mca, seed, random_timing, trace_file,
@@ -81,7 +77,7 @@ def scenario(name, device, peer_device, credits_qp, mca, seed, random_timing, tr
     policy = credits_qp or "auto"
     _summary(result, console, f"{name} on {device} (credits_qp {policy})")
     if trace_file:
-        _write_trace(result, trace_file)
+        write_trace(result.tracer.events, trace_file)
     if result.failure is not None:
         click.echo(result.failure.report, err=True)
         excerpt = race_excerpt(result)
@@ -108,6 +104,12 @@ def demo():
         console.print("[bold]trace around the race[/bold] (time, layer, actor, event):")
         for line in race_excerpt(bad):
             console.print("  " + line, markup=False, highlight=False)
+        out = Path("out")
+        out.mkdir(exist_ok=True)
+        write_trace(bad.tracer.events, out / "t3-race.png")
+        write_trace(bad.tracer.events, out / "t3-race-perfetto.json")
+        console.print("sequence diagram of the race: out/t3-race.png; whole run for "
+                      "ui.perfetto.dev: out/t3-race-perfetto.json")  # fmt: skip
     console.rule("[bold]2. The fix: credits of QP X travel on QP X (own)")
     good = run_scenario("bibw", device="chelsio-t3", credits_qp="own", trace=False)
     _summary(good, console, "credits_qp own")
