@@ -110,3 +110,18 @@ def test_shared_queue_fetches_the_next_send_while_the_current_one_transmits():
     gaps = [b - a for a, b in zip(left, left[1:], strict=False)]
     wire_ps = (20_000 + 10 * 26) * 1000
     assert all(gap <= wire_ps * 1.02 for gap in gaps), gaps
+
+
+def test_switch_is_cut_through_so_a_path_costs_one_serialization():
+    # toy NIC: link 100 ns each way, switch 200 ns, 1 ns per byte. The tail that left the
+    # sender at t reaches the receiver at t + 400 ns whatever the size (store-and-forward
+    # would add the ~2 us of a second serialization of this 2000-byte packet)
+    tr = Tracer()
+    p = Pair(sim=Simulator(tracer=tr))
+    p.post_recv(1, 1)
+    p.sim.run()
+    p.qp[0].post_send(SendWR(1, WrOpcode.SEND, p.sge(0, 0, 2000)))
+    p.sim.run()
+    (left,) = [t for t, _, kind, actor, _ in tr.events if kind == "send_left"]
+    (got,) = [t for t, _, kind, actor, _ in tr.events if kind == "recv_msg"]
+    assert got - left == 400_000
