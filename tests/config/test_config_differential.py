@@ -149,6 +149,10 @@ def test_open_mpis_own_ini_file_parses_without_any_diagnostic():
     assert len(table.sections) >= 25
 
 
+# Where our INI deliberately differs from Open MPI's (each explained in the INI file).
+DELIBERATE = {("Chelsio T3", "receive_queues")}
+
+
 def test_shipped_ini_resolves_every_device_like_open_mpis_file_except_the_new_key():
     theirs = load_device_params([OMPI_INI])
     mine = load_device_params([SHIPPED_INI])
@@ -159,6 +163,8 @@ def test_shipped_ini_resolves_every_device_like_open_mpis_file_except_the_new_ke
         b = mine.lookup(vendor, part)
         assert a.section == b.section, (vendor, part)
         for key in ("mtu", "use_eager_rdma", "receive_queues", "max_inline_data", "ignore_device"):
+            if (b.section, key) in DELIBERATE:
+                continue
             va, vb = getattr(a, key), getattr(b, key)
             assert (va and va.value) == (vb and vb.value), (vendor, part, key)
         assert b.credits_on_own_qp is not None

@@ -15,6 +15,7 @@ from pyopenib.errors import PyopenibError
 CHELSIO_T3 = (0x1425, 0x20)
 CONNECTX5 = (0x15B3, 4119)
 EHCA = (0x5076, 0)
+CHELSIO_T4 = (0x1425, 0xA000)
 UNKNOWN = (0x9999, 7)
 
 
@@ -50,7 +51,7 @@ def test_auto_without_any_ini_value_means_smallest(tmp_path):
 
 def test_receive_queues_ini_value_beats_default_and_explicit_mca_beats_ini(shipped):
     s = settings(shipped, CHELSIO_T3)
-    assert s.receive_queues_string == "P,65536,256,192,128"
+    assert s.receive_queues_string == "P,128,256,192,128:P,65536,256,192,128"
     assert s.receive_queues_kind == "ini"
     s = settings(
         shipped, CHELSIO_T3, env={"OMPI_MCA_btl_openib_receive_queues": "P,128,8:P,65536,64"}
@@ -131,11 +132,11 @@ def test_peers_with_the_same_queues_are_compatible_even_with_different_policies(
 
 def test_peers_with_different_queues_get_an_error_saying_what_differs(shipped):
     with pytest.raises(PyopenibError) as info:
-        check_peer_compatibility(settings(shipped, CHELSIO_T3), settings(shipped, EHCA))
+        check_peer_compatibility(settings(shipped, CHELSIO_T4), settings(shipped, EHCA))
     message = str(info.value)
     assert info.value.topic == "peer-queues-differ"
-    assert "queue 0 is P,65536,256,192,128,4 locally but P,128,256,192,128,4 remotely" in message
-    assert "[Chelsio T3]" in message and "[IBM eHCA 4x and 12x]" in message
+    assert "queue 0 is P,65536,64,48,32,4 locally but P,128,256,192,128,4 remotely" in message
+    assert "[Chelsio T4]" in message and "[IBM eHCA 4x and 12x]" in message
     with pytest.raises(PyopenibError, match="1 queues locally but 4 remotely"):
         check_peer_compatibility(
             settings(shipped, CHELSIO_T3, [("btl_openib_receive_queues", "S,128,256,192,128")]),
