@@ -75,3 +75,26 @@ def test_own_policy_never_breaks_an_invariant(name, device, queues, iterations, 
     r = run_scenario(name, device=device, credits_qp="own", iterations=iterations, seed=seed,
                      randomize=True, mca_pairs=[("btl_openib_receive_queues", queues)])  # fmt: skip
     assert r.completed, r.failure and r.failure.report
+
+
+def test_the_same_generated_workloads_find_the_race_with_smallest_on_t3():
+    """hypothesis.find searches the same space for a run that breaks with `smallest`."""
+    from hypothesis import Phase, find
+
+    def breaks(w):
+        r = run_scenario("bibw", device="chelsio-t3", credits_qp="smallest",
+                         iterations=w[0], seed=w[1], randomize=True)  # fmt: skip
+        return r.failure is not None and r.failure.status == "QP_FATAL"
+
+    example = find(st.tuples(st.integers(300, 2000), st.integers(0, 1000)), breaks,
+                   settings=settings(max_examples=30, deadline=None, database=None,
+                                     phases=[Phase.generate]))  # fmt: skip
+    assert breaks(example)
+
+
+def test_conservation_check_notices_a_credit_message_without_a_reserved_buffer():
+    r = run_scenario("stream", device="chelsio-t3", credits_qp="own", iterations=50)
+    a, b = r.modules
+    a.endpoints[1].cm_msgs_sent[1] += 5  # five credit messages B has no buffer for
+    with pytest.raises(AssertionError, match="reserved buffers"):
+        a.assert_conservation(b)

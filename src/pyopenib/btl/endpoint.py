@@ -58,6 +58,8 @@ class Endpoint:
         self.data_received = [0] * n
         self.credits_sent = [0] * n
         self.credits_received = [0] * n
+        self.cm_msgs_sent = [0] * n  # explicit credit messages through receive buffers
+        self.cm_msgs_received = [0] * n
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.module.rank}->{self.peer} {self.state}>"

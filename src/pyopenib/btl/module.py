@@ -616,9 +616,11 @@ class OpenibModule:
             remote.tokens -= 1  # a ring slot instead of a reserved receive buffer
         else:
             ep.cm_sent[q] += 1
+            ep.cm_msgs_sent[q] += 1
             if ep.cm_sent[q] > spec.rd_rsv - 1:
                 # no reserved buffer left at the peer: give up until a cm_seen comes back
                 ep.cm_sent[q] -= 1
+                ep.cm_msgs_sent[q] -= 1
                 ep.credit_lock[q] = False
                 self._trace("credit_msg_deferred", ep, qp=q, cm_sent=ep.cm_sent[q])
                 return
@@ -766,6 +768,7 @@ class OpenibModule:
             if spec.kind == "P":
                 if is_credit_msg:
                     ep.cm_received[cqp] += 1
+                    ep.cm_msgs_received[cqp] += 1
                 else:
                     ep.rd_posted[rqp] -= 1
                     ep.data_received[rqp] += 1
@@ -907,7 +910,8 @@ class OpenibModule:
     def assert_conservation(self, peer_module) -> None:
         """Per P queue and direction (me -> peer): my sd_credits + my fragments in flight
         + buffers the peer consumed and has not re-posted + credits the peer owes me +
-        credits on their way back == rd_num. A leak or a double count breaks it."""
+        credits on their way back == rd_num (a leak or a double count breaks it); and my
+        explicit credit messages in flight never outnumber the peer's reserved buffers."""
         ep = self.endpoints.get(peer_module.rank)
         pep = peer_module.endpoints.get(self.rank)
         if ep is None or pep is None or ep.state != CONNECTED or pep.state != CONNECTED:
@@ -919,6 +923,14 @@ class OpenibModule:
             returning = pep.credits_sent[q] - ep.credits_received[q]
             total = (ep.sd_credits[q] + in_flight + (spec.rd_num - pep.rd_posted[q])
                      + pep.rd_credits[q] + returning)  # fmt: skip
+            # every explicit credit message on its way has a reserved buffer waiting
+            cm_in_flight = ep.cm_msgs_sent[q] - pep.cm_msgs_received[q]
+            reserve = spec.rd_rsv - pep.cm_received[q]
+            if cm_in_flight > reserve:
+                raise AssertionError(
+                    f"{cm_in_flight} credit messages for QP {q} in flight from rank "
+                    f"{self.rank} to {peer_module.rank} but only {reserve} reserved buffers"
+                )
             if total != spec.rd_num:
                 raise AssertionError(
                     f"credits of QP {q} from rank {self.rank} to {peer_module.rank} not "
