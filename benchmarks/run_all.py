@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["kernel"]
+BENCHMARKS = ["kernel", "policy_cost"]
 
 HERE = Path(__file__).resolve().parent
 
