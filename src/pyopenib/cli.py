@@ -48,6 +48,7 @@ _COMMANDS: list[tuple[str, str]] = [
     (".mpi.commands", "run"),
     (".btl.commands", "scenario"),
     (".btl.commands", "demo"),
+    (".check.commands", "check"),
     (".verbs.perftest_command", "perftest"),
     (".report.commands", "report"),
 ]

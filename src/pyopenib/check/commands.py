@@ -1,0 +1,113 @@
+"""``pyopenib check``: explore orderings of a BTL scenario; print a minimal counterexample
+(replayable, drawable) or how many executions were covered."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..btl.scenarios import SCENARIOS, run_scenario
+from ..report import write_trace
+from ..sim import RandomOracle
+from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
+from .scenario_runs import RACE_LABELS, scenario_runner
+
+CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
+"""Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
+
+
+def _shrink_iterations(passes, iterations: int) -> int:
+    """Fewer fragments per rank that still fail (binary search; failure need not be
+    monotone in the count, so the result is checked and ``iterations`` kept otherwise)."""
+    lo, hi = 1, iterations
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if not passes(lo) else iterations
+
+
+@click.command()
+@click.argument("name", type=click.Choice(SCENARIOS))
+@click.option("--device", default="chelsio-t3", show_default=True)
+@click.option("--peer-device", default=None)
+@click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None)
+@click.option("--mca", nargs=2, multiple=True, metavar="K V")
+@click.option("--iterations", type=int, default=40, show_default=True,
+              help="Fragments per sending rank.")  # fmt: skip
+@click.option("--exhaustive", is_flag=True, help="Enumerate executions instead of sampling.")
+@click.option("--deviations", type=int, default=1, show_default=True,
+              help="Exhaustive: choice points that may leave nominal timing per execution.")  # fmt: skip
+@click.option("--labels", default=",".join(sorted(RACE_LABELS)), show_default=True,
+              help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one).")  # fmt: skip
+@click.option("--max-executions", type=int, default=20_000, show_default=True)
+@click.option("--runs", type=int, default=100, show_default=True, help="Random: seeds to try.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random: first seed.")
+@click.option("--trace", "trace_file", default=None,
+              help="Write the counterexample's trace (.jsonl, .json, .png, .svg, .pdf).")  # fmt: skip
+def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, deviations,
+          labels, max_executions, runs, seed, trace_file):  # fmt: skip
+    """Explore orderings of a scenario: find a counterexample or report the coverage.
+
+    Unless btl_openib_receive_queues is given, scenarios here use small per-peer queues
+    (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
+    pairs = list(mca)
+    if not any(k == "btl_openib_receive_queues" for k, _ in pairs):
+        pairs.append(("btl_openib_receive_queues", CHECK_QUEUES))
+    common = dict(device=device, peer_device=peer_device, credits_qp=credits_qp,
+                  mca_pairs=pairs)  # fmt: skip
+    run = scenario_runner(name, iterations=iterations, **common)
+    policy = credits_qp or "auto"
+    click.echo(f"{name} on {device}, credits_qp {policy}, {iterations} fragments per rank")
+    if exhaustive:
+        label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
+        res = explore_exhaustive(run, label_set, deviations, max_executions)
+        click.echo(
+            f"exhaustive: {res.executions} executions; {res.choice_points} branching choice "
+            f"points in the nominal run; at most {deviations} deviation(s) from nominal timing"
+        )
+        if res.counterexample is None:
+            verdict = "every" if res.complete else "NOT every (budget reached)"
+            click.echo(f"no failure: {verdict} execution within the bound was explored")
+            sys.exit(0 if res.complete else 2)
+        ex = res.counterexample
+        click.echo(f"COUNTEREXAMPLE: {ex.outcome}")
+        if ex.deviations:
+            for i, label, option in ex.deviations:
+                click.echo(
+                    f"  choice #{i} {label}: option {option} (0 = nominal, 1 = low, 2 = high)"
+                )
+        else:
+            click.echo("  (with nominal timing: no deviation needed)")
+        if trace_file:
+            r = run_scenario(name, iterations=iterations, trace=True,
+                             oracle=SelectiveScriptedOracle(ex.script, label_set), **common)  # fmt: skip
+            write_trace(r.tracer.events, trace_file)
+            click.echo(f"trace written to {trace_file}")
+        sys.exit(1)
+    res = explore_random(run, runs, seed)
+    if res.counterexample is None:
+        click.echo(f"random: {res.executions} seeded runs ({seed}..{seed + runs - 1}), no failure")
+        sys.exit(0)
+    bad_seed = res.counterexample.script[0]
+
+    def passes(k):
+        return scenario_runner(name, iterations=k, **common)(RandomOracle(bad_seed))[0]
+
+    smallest = _shrink_iterations(passes, iterations)
+    click.echo(f"COUNTEREXAMPLE: seed {bad_seed}: {res.counterexample.outcome}")
+    click.echo(f"minimal: fails with {smallest} fragments per rank. Replay:")
+    mca_args = " ".join(f"--mca {k} {v}" for k, v in pairs)
+    peer = f" --peer-device {peer_device}" if peer_device else ""
+    pol = f" --credits-qp {credits_qp}" if credits_qp else ""
+    click.echo(f"  pyopenib scenario {name} --device {device}{peer}{pol} {mca_args} "
+               f"--iterations {smallest} --random-timing --seed {bad_seed} --trace race.png")  # fmt: skip
+    if trace_file:
+        r = run_scenario(name, iterations=smallest, trace=True, oracle=RandomOracle(bad_seed),
+                         **common)  # fmt: skip
+        write_trace(r.tracer.events, trace_file)
+        click.echo(f"trace written to {trace_file}")
+    sys.exit(1)

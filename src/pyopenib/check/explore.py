@@ -1,0 +1,158 @@
+"""Exploring orderings: seeded random runs, and bounded-exhaustive enumeration of the
+simulator's choice points.
+
+Every nondeterministic decision of a run goes through an oracle (``sim.choose`` /
+``sim.duration``). ``explore_random`` tries seeded random oracles. ``explore_exhaustive``
+enumerates executions breadth-first with a scripted oracle: option 0 of every choice point
+is the nominal one, and an execution is identified by the positions where it deviates.
+With ``max_deviations = K`` it visits *every* execution that deviates from nominal timing
+at no more than K choice points (delay bounding), each exactly once; when the search
+finishes under the budget, that statement is proved for the configuration. Only choice
+points whose label is in ``labels`` branch; the others keep their nominal value (so the
+claim is "every ordering of these operations", e.g. when a receive becomes usable).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..sim import Oracle, RandomOracle
+from ..sim.choice import duration_options
+
+__all__ = [
+    "Execution",
+    "ExplorationResult",
+    "SelectiveScriptedOracle",
+    "explore_exhaustive",
+    "explore_random",
+]
+
+
+class SelectiveScriptedOracle(Oracle):
+    """Replays ``script`` at the branching choice points (labels in ``labels``, or all when
+    None) and answers nominal elsewhere; records the branching points it met."""
+
+    def __init__(self, script=(), labels: frozenset[str] | None = None):
+        self.script = list(script)
+        self.labels = labels
+        self.trail: list[tuple[str, int, int]] = []  # (label, options, chosen)
+
+    def _branches(self, label: str) -> bool:
+        return self.labels is None or label in self.labels
+
+    def choose(self, label: str, n: int) -> int:
+        if not self._branches(label):
+            return 0
+        i = len(self.trail)
+        pick = self.script[i] if i < len(self.script) else 0
+        if pick >= n:
+            raise ValueError(f"scripted choice #{i} ({label}) asks option {pick} of {n}")
+        self.trail.append((label, n, pick))
+        return pick
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        if not self._branches(label):
+            return nominal
+        opts = duration_options(lo, nominal, hi)
+        if len(opts) == 1:
+            return nominal
+        return opts[self.choose(label, len(opts))]
+
+
+@dataclass
+class Execution:
+    """One explored run: how it was steered and what happened."""
+
+    script: list[int]
+    ok: bool
+    outcome: str
+    deviations: list[tuple[int, str, int]] = field(default_factory=list)
+    """(choice index, label, option) where the run left nominal timing."""
+
+
+@dataclass
+class ExplorationResult:
+    executions: int
+    complete: bool
+    """True when every execution within the bound was run (not cut by the budget)."""
+    choice_points: int
+    """Branching choice points of the nominal run."""
+    counterexample: Execution | None
+    mode: str
+    bound: int = 0
+    seeds: list[int] = field(default_factory=list)
+
+
+def _deviations(trail) -> list[tuple[int, str, int]]:
+    return [(i, label, chosen) for i, (label, _n, chosen) in enumerate(trail) if chosen]
+
+
+def _script(deviations: tuple[tuple[int, int], ...]) -> list[int]:
+    """The oracle script of an execution given as (choice index, option) deviations."""
+    if not deviations:
+        return []
+    script = [0] * (deviations[-1][0] + 1)
+    for pos, alt in deviations:
+        script[pos] = alt
+    return script
+
+
+def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions: int = 10_000,
+                       stop_at_first: bool = True) -> ExplorationResult:  # fmt: skip
+    """Breadth-first by number of deviations. ``run(oracle) -> (ok, outcome)``.
+
+    An execution is the tuple of (choice index, option) where it leaves nominal timing;
+    its children deviate once more at a later choice point, so no execution is visited
+    twice, and the first failure found has the fewest deviations (a minimal
+    counterexample in that sense).
+    """
+    labels = frozenset(labels) if labels is not None else None
+    frontier: deque[tuple[tuple[int, int], ...]] = deque([()])
+    executions = 0
+    nominal_points = 0
+    first_failure = None
+    while frontier:
+        if executions >= max_executions:
+            return ExplorationResult(executions, False, nominal_points, first_failure,
+                                     "exhaustive", max_deviations)  # fmt: skip
+        devs = frontier.popleft()
+        oracle = SelectiveScriptedOracle(_script(devs), labels)
+        ok, outcome = run(oracle)
+        executions += 1
+        trail = oracle.trail
+        if executions == 1:
+            nominal_points = len(trail)
+        if not ok:
+            ex = Execution(_script(devs), False, outcome, _deviations(trail))
+            if first_failure is None:
+                first_failure = ex
+            if stop_at_first:
+                return ExplorationResult(executions, False, nominal_points, first_failure,
+                                         "exhaustive", max_deviations)  # fmt: skip
+        if len(devs) >= max_deviations:
+            continue
+        start = devs[-1][0] + 1 if devs else 0
+        for j in range(start, len(trail)):
+            for alt in range(1, trail[j][1]):
+                frontier.append((*devs, (j, alt)))
+    return ExplorationResult(executions, True, nominal_points, first_failure, "exhaustive",
+                             max_deviations)  # fmt: skip
+
+
+def explore_random(run, runs: int = 100, first_seed: int = 0,
+                   stop_at_first: bool = True) -> ExplorationResult:  # fmt: skip
+    """Seeded random oracles ``first_seed .. first_seed + runs - 1``."""
+    failure = None
+    seeds = []
+    done = 0
+    for seed in range(first_seed, first_seed + runs):
+        ok, outcome = run(RandomOracle(seed))
+        done += 1
+        if not ok:
+            seeds.append(seed)
+            if failure is None:
+                failure = Execution([seed], False, outcome)
+            if stop_at_first:
+                break
+    return ExplorationResult(done, done == runs, 0, failure, "random", seeds=seeds)

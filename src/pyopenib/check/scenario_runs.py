@@ -1,0 +1,41 @@
+"""Turning a BTL scenario into the ``run(oracle) -> (ok, outcome)`` an explorer needs."""
+
+from __future__ import annotations
+
+from ..btl.scenarios import run_scenario
+from ..errors import PyopenibError
+
+__all__ = ["scenario_runner", "RACE_LABELS"]
+
+RACE_LABELS = frozenset({"nic.recv_usable", "nic.recv_wqe", "nic.send_wqe", "nic.doorbell"})
+"""The choice points that decide the credit race: when a posted receive becomes usable
+(split devices), when the single work queue reaches it (shared devices), how long a send
+work request takes, when a doorbell reaches the NIC."""
+
+
+def scenario_runner(name: str, **kwargs):
+    """``run(oracle)`` for ``run_scenario(name, oracle=oracle, **kwargs)``: a run fails on
+    a transport failure, a hang, a broken invariant or a delivery error."""
+
+    def run(oracle):
+        try:
+            r = run_scenario(name, oracle=oracle, **kwargs)
+        except AssertionError as exc:
+            return False, f"invariant broken: {exc}"
+        except PyopenibError as exc:
+            if exc.topic == "scenario-delivery":
+                return False, str(exc)
+            raise
+        if r.failure is not None:
+            detail = r.failure.report.splitlines()
+            line = next((x.strip() for x in detail if x.strip().startswith("Detail:")), "")
+            return (
+                False,
+                f"{r.failure.status} on QP {r.failure.qp_index} at "
+                f"{r.sim_time_ps / 1e6:.3f} us. {line}",
+            )
+        if r.hung:
+            return False, r.hung
+        return True, f"completed at {r.sim_time_ps / 1e6:.3f} us"
+
+    return run
