@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["kernel", "policy_cost"]
+BENCHMARKS = ["kernel", "policy_cost", "mpi_pingpong", "alltoall"]
 
 HERE = Path(__file__).resolve().parent
 
