@@ -221,13 +221,31 @@ class Simulator:
         n = len(options)
         if n == 1:
             return options[0]
-        return options[self.oracle.choose(label, n)]
+        return options[self._oracle.choose(label, n)]
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
         """A duration inside a device's interval; the oracle decides, nominal by default."""
         if lo == hi:
             return nominal
-        return self.oracle.duration(label, lo, nominal, hi)
+        return self._oracle.duration(label, lo, nominal, hi)
+
+    @property
+    def oracle(self) -> Oracle:
+        return self._oracle
+
+    @oracle.setter
+    def oracle(self, oracle: Oracle) -> None:
+        """Under the nominal oracle ``duration`` is bound to a function that returns the
+        nominal value directly: the most frequent call of a hardware model stays cheap."""
+        self._oracle = oracle
+        if type(oracle) is NominalOracle:
+            self.duration = _nominal_duration
+        else:
+            self.__dict__.pop("duration", None)
+
+
+def _nominal_duration(label: str, lo: int, nominal: int, hi: int) -> int:
+    return nominal
 
 
 def make_simulator(seed: int = 0, randomize: bool = False, tracer: Tracer | None = None):
