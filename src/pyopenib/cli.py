@@ -51,6 +51,7 @@ _COMMANDS: list[tuple[str, str]] = [
     (".check.commands", "check"),
     (".verbs.perftest_command", "perftest"),
     (".report.commands", "report"),
+    (".bench.commands", "bench"),
 ]
 
 _attach_commands()
