@@ -53,8 +53,9 @@ def test_tokens_come_back_piggybacked_so_a_long_exchange_keeps_using_the_ring():
 
 
 def test_one_way_stream_returns_ring_slots_by_explicit_credit_messages():
+    queues = "P,128,256,192,128:P,65536,256,192,128"
     r = run_scenario("stream", device="mellanox-hermon", credits_qp="own", iterations=2000,
-                     mca_pairs=[("btl_openib_receive_queues", "P,128,256,192,128")], trace=True)  # fmt: skip
+                     mca_pairs=[("btl_openib_receive_queues", queues)], trace=True)  # fmt: skip
     assert r.completed
     returned = [dict(e[4])["rdma_credits"] for e in r.tracer.events if e[2] == "credit_msg"]
     assert any(returned)

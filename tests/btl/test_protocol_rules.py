@@ -510,8 +510,8 @@ def test_posted_receives_never_exceed_the_qp_sizes_under_load():
         ("sd_credits", 0, -1, "sd_credits -1 < 0"),
         ("rd_posted", 1, 9, "rd_posted 9 outside 0..8"),
         ("rd_posted", 0, -1, "rd_posted -1 outside 0..8"),
-        ("cm_sent", 0, 4, "cm_sent 4 outside 0..3"),
-        ("cm_sent", 1, -1, "cm_sent -1 outside 0..3"),
+        ("cm_sent", 0, 5, "cm_sent 5 outside 0..4"),
+        ("cm_sent", 1, -1, "cm_sent -1 outside 0..4"),
         ("sd_wqe", 1, -1, "sd_wqe -1 < 0"),
     ],
 )

@@ -31,7 +31,7 @@ class Endpoint:
         self.remote_qpns: list[int] = [0] * n
         self.remote_lid = 0
         self.peer_policy = "smallest"
-        self.use_eager_rdma = False  # both sides' devices allow it (negotiated at connect)
+        self.receives_posted = False  # set once post_rr has posted this endpoint's buffers
         self.eager_local = None  # EagerRdmaLocal: my ring the peer writes into
         self.eager_remote = None  # EagerRdmaRemote: the peer's ring I write into
         self.eager_recv_count = 0

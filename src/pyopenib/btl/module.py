@@ -1,7 +1,7 @@
 """The openib BTL module of one process: per-peer and SRQ credit flow control, explicit
 credit messages and their routing policy, connection setup, progress and fatal errors.
 
-The protocol follows Open MPI's ``btl_openib*.c`` (see docs/btl.md and the reference):
+The protocol follows Open MPI's ``btl_openib*.c`` (see docs/scenario.md and the reference):
 ``_post_rr`` (re-posting at rd_low), ``_acquire`` (the order of WQE/credit checks),
 ``_handle_incoming`` (credit and cm_seen accounting on receive), ``_send_credits`` /
 ``_send_credit_msg`` (explicit credits at rd_win, at most rd_rsv-1 unacknowledged).
@@ -309,6 +309,7 @@ class OpenibModule:
         for q, spec in enumerate(self.queues):
             if spec.kind == "P":
                 self._post_rr(ep, q)
+        ep.receives_posted = True
 
     def _connect(self, ep: Endpoint) -> None:
         """Initiator side: create QPs, send our QP numbers to the peer out of band."""
@@ -323,8 +324,7 @@ class OpenibModule:
         """Out-of-band connection messages (the CPC), delivered by the job's OOB channel."""
         ep = self._endpoint(src)
         if kind == "connect_request":
-            lid, qpns, peer_policy, peer_eager = body
-            ep.use_eager_rdma = self.use_eager_rdma and peer_eager
+            lid, qpns, peer_policy, _peer_eager = body
             if ep.state == CONNECTING:
                 # crossing requests: the higher rank's request wins (Open MPI's rdmacm
                 # lets the side with the larger address initiate)
@@ -338,8 +338,7 @@ class OpenibModule:
             self.oob.send(self.rank, src, "connect_reply",
                           (self.context.nic.lid, my_qpns, self.policy, self.use_eager_rdma))  # fmt: skip
         elif kind == "connect_reply":
-            lid, qpns, peer_policy, peer_eager = body
-            ep.use_eager_rdma = self.use_eager_rdma and peer_eager
+            lid, qpns, peer_policy, _peer_eager = body
             if ep.state != CONNECTING:
                 return
             ep.peer_policy = peer_policy
@@ -389,6 +388,8 @@ class OpenibModule:
         lazy, ep.pending_lazy = ep.pending_lazy, deque()
         for frag in lazy:
             self._start_send(ep, frag)
+        for q in range(len(self.queues)):
+            self._send_credits(ep, q)  # anything owed while the handshake finished
 
     # -- sending --------------------------------------------------------------------------
     def _queue_behind_pending(self, ep: Endpoint, frag: Frag) -> bool:
@@ -405,6 +406,8 @@ class OpenibModule:
         )
         if waiting:
             waiting.append(frag)
+            if self.queues[q].kind == "P":
+                self._send_credits(ep, q)
             return True
         return False
 
@@ -418,7 +421,7 @@ class OpenibModule:
             return
         remote = ep.eager_remote
         if (remote is not None and frag.high and remote.tokens > 0
-                and frag.length <= self.eager_slot - FOOTER_LEN):  # fmt: skip
+                and frag.payload_len <= self.eager_limit):  # fmt: skip
             remote.tokens -= 1
             self._post_eager(ep, frag)
             return
@@ -433,6 +436,7 @@ class OpenibModule:
             if ep.sd_credits[q] < 0:
                 ep.sd_credits[q] += 1
                 ep.no_credits_pending[q][p].append(frag)
+                self._send_credits(ep, q)  # the acknowledgement rule may apply now
                 return False
             return True
         self.srq_sd_credits[q] -= 1
@@ -442,12 +446,13 @@ class OpenibModule:
             return False
         return True
 
-    def _take_eager_credits(self, ep: Endpoint) -> int:
-        """Eager-RDMA credits owed to the peer, flagged for a header (0 if none)."""
+    def _take_eager_credits(self, ep: Endpoint, cap: int = 0x7FFF) -> int:
+        """Eager-RDMA credits owed to the peer, flagged for a header (0 if none). Ring
+        fragments carry the QP index in bits 11-14, so they cap the count at 0x7FF."""
         local = ep.eager_local
         if local is None or not local.credits:
             return 0
-        c = min(local.credits, 0x7FF)
+        c = min(local.credits, cap)
         local.credits -= c
         return c | RDMA_CREDITS_FLAG
 
@@ -456,7 +461,7 @@ class OpenibModule:
         carries eager-RDMA credits (never PP credits) and the QP index in bits 11-14."""
         q = frag.qp
         frag.eager = True
-        credits = self._take_eager_credits(ep) | (q << 11)
+        credits = self._take_eager_credits(ep, 0x7FF) | (q << 11)
         HEADER.pack_into(frag.buf, 0, frag.tag, self._take_cm_seen(ep, q), credits)
         FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
         total = frag.length + FOOTER_LEN
@@ -584,40 +589,53 @@ class OpenibModule:
     def _send_credits(self, ep: Endpoint, q: int) -> None:
         """2.7: explicit credits when rd_win PP credits or more than the eager ring's
         rd_win eager-RDMA credits are owed and no fragment carried them."""
-        if ep.state != CONNECTED:
-            return
+        if not ep.receives_posted:
+            return  # rd_credits still counts from -rd_num (Open MPI's posted-recvs guard)
         due = False
+        ack_only = False
         spec = self.queues[q]
         if spec.kind == "P":
-            # The second condition is ours, not Open MPI's: when the peer has used all
-            # its reserved buffers on us (cm_return at rd_rsv - 1) while our fragments
-            # for q wait for credits (so none can carry cm_seen back), acknowledge in
-            # a credit message. Without it a receiver that spent its credit messages on
-            # eager-RDMA credits alone can never send the PP credits it owes: both wait
-            # forever (found by the hypothesis workloads; docs/compatibility.md).
-            pending = ep.no_credits_pending[q]
-            due = ep.rd_credits[q] >= spec.rd_win or (
-                ep.cm_return[q] >= max(1, spec.rd_rsv - 1) and bool(pending[0] or pending[1])
-            )
+            due = ep.rd_credits[q] >= spec.rd_win
+            if not due and self._peer_reserve_exhausted(ep, q):
+                due = ack_only = True
         else:
             q = self.credits_qp
         local = ep.eager_local
         if local is not None and local.credits > local.rd_win:
             due = True
+            ack_only = False
         if due and not ep.credit_lock[q]:
             ep.credit_lock[q] = True
-            self._send_credit_msg(ep, q)
+            self._send_credit_msg(ep, q, ack_only)
 
-    def _send_credit_msg(self, ep: Endpoint, q: int) -> None:
+    def _peer_reserve_exhausted(self, ep: Endpoint, q: int) -> bool:
+        """Our rule, not Open MPI's: the peer has used every reserved buffer we posted
+        for its credit messages on q (it can send no more until cm_seen comes back), and
+        our own fragments for q wait for credits, so none will carry cm_seen. Without an
+        explicit acknowledgement a peer that spent its credit messages on eager-RDMA
+        credits alone can never send the per-peer credits it owes us: both wait forever
+        (found by the hypothesis workloads; docs/compatibility.md)."""
+        spec = self.queues[q]
+        used = ep.cm_return[q] + ep.cm_received[q]
+        if ep.cm_return[q] <= 0 or used < max(1, spec.rd_rsv - 1):
+            return False
+        pending = ep.no_credits_pending[q]
+        return bool(pending[0] or pending[1])
+
+    def _send_credit_msg(self, ep: Endpoint, q: int, ack_only: bool = False) -> None:
         spec = self.queues[q]
         remote = ep.eager_remote
         by_rdma = remote is not None and remote.tokens > 0
         if by_rdma:
             remote.tokens -= 1  # a ring slot instead of a reserved receive buffer
-        else:
+        elif spec.kind == "P":
+            # Open MPI keeps one reserved buffer spare (at most rd_rsv - 1 outstanding);
+            # our acknowledgement-only message may use it, so two peers that both wait
+            # for cm_seen can still acknowledge each other (docs/compatibility.md).
+            cap = spec.rd_rsv if ack_only else spec.rd_rsv - 1
             ep.cm_sent[q] += 1
             ep.cm_msgs_sent[q] += 1
-            if ep.cm_sent[q] > spec.rd_rsv - 1:
+            if ep.cm_sent[q] > cap:
                 # no reserved buffer left at the peer: give up until a cm_seen comes back
                 ep.cm_sent[q] -= 1
                 ep.cm_msgs_sent[q] -= 1
@@ -701,8 +719,6 @@ class OpenibModule:
             self._credit_frag_done(ep, frag)
         elif kind == CTS:
             self._return_frag(frag)
-            if ep.cts_received and ep.state != CONNECTED:
-                self._connected(ep)
         elif kind == RDMA:
             q = frag.qp
             ep.sd_wqe[q] += 1
@@ -718,7 +734,7 @@ class OpenibModule:
             self._trace("cts_received", ep)
             if not ep.cts_sent:
                 self._send_cts(ep)
-            elif ep.state != CONNECTED:
+            if ep.state != CONNECTED:
                 self._connected(ep)
             return
         rqp = frag.order
@@ -776,7 +792,7 @@ class OpenibModule:
             else:
                 self.srq_rd_posted[rqp] -= 1
                 self._post_srr(rqp)
-            if not is_credit_msg and nbytes <= self.eager_limit + HDR_LEN:
+            if nbytes < self.eager_limit:  # wc->byte_len (header included), as Open MPI
                 self._count_for_eager_rdma(ep)
         if rcredits and ep.eager_remote is not None:
             ep.eager_remote.tokens += rcredits
@@ -791,10 +807,11 @@ class OpenibModule:
     def _count_for_eager_rdma(self, ep: Endpoint) -> None:
         """Open an eager-RDMA ring for a peer after eager_rdma_threshold small fragments
         (at most max_eager_rdma rings per module; both devices must allow it)."""
-        ep.eager_recv_count += 1
-        if (ep.eager_local is not None or not ep.use_eager_rdma
-                or ep.eager_recv_count < self.eager_threshold
+        if (ep.eager_local is not None or not self.use_eager_rdma
                 or len(self._eager_eps) >= self.max_eager_rdma):  # fmt: skip
+            return
+        ep.eager_recv_count += 1
+        if ep.eager_recv_count != self.eager_threshold:
             return
         ring = np.zeros(self.eager_num * self.eager_slot, dtype=np.uint8)
         memory = self.register_memory(ring)
@@ -809,7 +826,9 @@ class OpenibModule:
         CONNECT_BODY.pack_into(frag.buf, HDR_LEN, CTL_RDMA, memory.mr.rkey, memory.mr.addr)
         frag.length = HDR_LEN + CONNECT_BODY.size
         self._trace("eager_rdma_offer", ep, slots=self.eager_num)
-        if not self._queue_behind_pending(ep, frag):
+        if ep.state != CONNECTED:
+            ep.pending_lazy.append(frag)
+        elif not self._queue_behind_pending(ep, frag):
             self._start_send(ep, frag)
 
     def _poll_eager(self) -> int:
@@ -952,8 +971,8 @@ class OpenibModule:
                     problems.append(f"sd_credits {ep.sd_credits[q]} < 0")
                 if not 0 <= ep.rd_posted[q] <= spec.rd_num:
                     problems.append(f"rd_posted {ep.rd_posted[q]} outside 0..{spec.rd_num}")
-                if ep.cm_sent[q] < 0 or ep.cm_sent[q] > spec.rd_rsv - 1:
-                    problems.append(f"cm_sent {ep.cm_sent[q]} outside 0..{spec.rd_rsv - 1}")
+                if ep.cm_sent[q] < 0 or ep.cm_sent[q] > spec.rd_rsv:
+                    problems.append(f"cm_sent {ep.cm_sent[q]} outside 0..{spec.rd_rsv}")
                 if ep.sd_wqe[q] < 0:
                     problems.append(f"sd_wqe {ep.sd_wqe[q]} < 0")
                 remote = ep.eager_remote
