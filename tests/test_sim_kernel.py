@@ -24,6 +24,16 @@ def test_cancelled_timer_never_fires():
     sim.schedule(5, t.cancel)
     sim.run()
     assert seen == [] and t.cancelled
+    assert sim.now == 5  # a withdrawn timer does not move the clock
+
+
+def test_cancelled_timer_does_not_move_the_clock_in_any_run_mode():
+    for kwargs in ({}, {"max_events": 10}):
+        sim = Simulator()
+        sim.schedule(7, print, end="")
+        sim.timer(500, print).cancel()
+        sim.run(**kwargs)
+        assert sim.now == 7, kwargs
 
 
 def test_run_until_stops_before_later_events_and_advances_clock():

@@ -14,6 +14,8 @@ Semantics (what the rest of the project may rely on):
 * Processes are greenlets (``spawn``): rank programs and test drivers written as blocking
   code. Inside one, ``sleep(d)`` and ``wait(event)`` block; hardware uses plain callbacks.
 * An exception raised by a callback or a process propagates out of ``run``.
+* A cancelled ``timer`` neither runs nor moves the clock: ``now`` after a run is the time
+  of the last callback that really ran (or ``until``).
 """
 
 from __future__ import annotations
@@ -145,6 +147,8 @@ class Simulator:
         if until is None and max_events is None:
             while heap:
                 when, _seq, fn, args = pop(heap)
+                if fn.__class__ is Timer and fn.cancelled:
+                    continue  # a withdrawn timer neither runs nor moves the clock
                 self.now = when
                 fn(*args)
         elif max_events is None:
@@ -155,14 +159,19 @@ class Simulator:
                 if when > limit:
                     heappush(heap, entry)  # same seq: FIFO order is unchanged
                     break
+                fn = entry[2]
+                if fn.__class__ is Timer and fn.cancelled:
+                    continue
                 self.now = when
-                entry[2](*entry[3])
+                fn(*entry[3])
         else:
             limit = until if until is not None else 1 << 126
             for _ in range(max_events):
                 if not heap or heap[0][0] > limit:
                     break
                 when, _seq, fn, args = pop(heap)
+                if fn.__class__ is Timer and fn.cancelled:
+                    continue
                 self.now = when
                 fn(*args)
         if until is not None and self.now < until and (not heap or heap[0][0] > until):
