@@ -7,6 +7,8 @@ events leave implicit (which QP is whose peer, which send was a credit message) 
 inferred in ``messages`` and said so in its docstring.
 """
 
+from .bench_plots import plot_osu, write_bench_plots
+from .bench_tables import osu_table, policy_table, wall_table
 from .export import TRACE_FORMATS, write_trace
 from .jsonl import read_jsonl, write_jsonl
 from .messages import Message, find_messages, qp_peers
@@ -29,4 +31,9 @@ __all__ = [
     "default_window",
     "first_failure",
     "INTERESTING_KINDS",
+    "osu_table",
+    "policy_table",
+    "wall_table",
+    "plot_osu",
+    "write_bench_plots",
 ]
