@@ -1,6 +1,13 @@
-"""A job's BTL modules: one process per host (NIC) on one fabric, each with the settings
-its own device resolves (so mixed clusters apply each process's own policy), and the
-out-of-band channel the connection setup uses (Open MPI's runtime / RDMA CM exchange).
+"""A job's BTL modules: ``ppn`` processes per host, one NIC per host on one fabric, each
+process with the settings its host's device resolves (so mixed clusters apply each
+process's own policy), and the out-of-band channel the connection setup uses (Open
+MPI's runtime / RDMA CM exchange).
+
+Placement follows Open MPI's default by-core mapping, which fills a node before the
+next: ranks ``h*ppn .. h*ppn+ppn-1`` run on host ``h``, and every one of them opens its
+own verbs context on the host's NIC. With one process per node each rank gets its
+``OpenibModule``; with several, a ``Bml`` that sends to on-node peers through the
+shared-memory BTL (``sm``) and to the others through openib.
 """
 
 from __future__ import annotations
@@ -9,7 +16,9 @@ from ..config import check_peer_compatibility, effective_settings, load_mca
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
 from ..verbs import open_devices
+from .bml import Bml
 from .module import OpenibModule
+from .sm import SmModule, SmNode
 
 __all__ = ["OobChannel", "build_job_btls", "OOB_LATENCY_PS"]
 
@@ -26,6 +35,14 @@ register_topics(
         "btl-no-srq": (
             "receive_queues {queues!r} has shared (S) queues but device {device} has no SRQ "
             "support; use per-peer (P) queues"
+        ),
+        "btl-ppn": (
+            "--ppn {ppn}: {nprocs} processes do not fill whole nodes of {ppn} (-n must be a "
+            "positive multiple of --ppn)"
+        ),
+        "btl-ppn-devices": (
+            "ranks {a} ({da}) and {b} ({db}) share node{host:03d} but name different "
+            "devices; a node has one NIC, so its ranks must name the same device"
         ),
         "btl-mixed-transport": (
             "ranks {a} ({da}, {ta}) and {b} ({db}, {tb}) have conflicting transport types; "
@@ -52,16 +69,22 @@ class OobChannel:
 
 def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca=None,
                    check_invariants: bool = False):  # fmt: skip
-    """One OpenibModule per rank. ``devices``: one device id for all, or a list per rank.
+    """One BTL module per rank. ``devices``: one device id for all, or a list per rank
+    (the ranks of one node must name the same device: it is the node's NIC).
 
     Settings resolve per device exactly as Open MPI does for the local process (MCA >
-    INI > default); peers are checked for compatible receive_queues before anything
+    INI > default); nodes are checked for compatible receive_queues before anything
     runs (the wire-up abort Open MPI users know, reported up front).
     """
-    if ppn != 1:
-        raise PyopenibError("btl-ppn", ppn=ppn)
+    if ppn < 1 or nprocs % ppn:
+        raise PyopenibError("btl-ppn", ppn=ppn, nprocs=nprocs)
     names = [devices] * nprocs if isinstance(devices, str) else list(devices)
-    models = [get_device_model(n) for n in names]
+    for r, name in enumerate(names):
+        first = r - r % ppn
+        if name != names[first]:
+            raise PyopenibError("btl-ppn-devices", a=first, da=names[first], b=r, db=name,
+                                host=r // ppn)  # fmt: skip
+    models = [get_device_model(n) for n in names[::ppn]]  # one per node
     ctx = mca if mca is not None else load_mca(cli_pairs=list(mca_pairs))
     settings = []
     cache = {}
@@ -79,17 +102,30 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
             raise PyopenibError("btl-no-srq", queues=s.receive_queues_string, device=m.id)
         if i and m.transport != models[0].transport:
             raise PyopenibError("btl-mixed-transport", a=0, da=models[0].id,
-                                ta=models[0].transport, b=i, db=m.id, tb=m.transport)  # fmt: skip
+                                ta=models[0].transport, b=i * ppn, db=m.id, tb=m.transport)  # fmt: skip
         if i:
             check_peer_compatibility(settings[0], s)
-    contexts = open_devices(sim, models, [f"node{i:03d}/{m.id}" for i, m in enumerate(models)])
+    hosts = [f"node{h:03d}" for h in range(len(models))]
+    contexts = open_devices(sim, models, [f"{h}/{m.id}" for h, m in zip(hosts, models, strict=True)],
+                            per_device=ppn)  # fmt: skip
     oob = OobChannel(sim)
     modules = [
-        OpenibModule(rank, contexts[rank], settings[rank], oob, f"node{rank:03d}", check_invariants)
+        OpenibModule(
+            rank, contexts[rank], settings[rank // ppn], oob, hosts[rank // ppn], check_invariants
+        )  # fmt: skip
         for rank in range(nprocs)
     ]
     oob.modules = modules
-    return modules
-
-
-register_topics({"btl-ppn": "--ppn {ppn}: only one process per node is modelled so far"})
+    if ppn == 1:
+        return modules
+    nodes = [SmNode(h) for h in hosts]
+    return [
+        Bml(
+            rank,
+            modules[rank],
+            SmModule(rank, sim, nodes[rank // ppn]),
+            range(rank - rank % ppn, rank - rank % ppn + ppn),
+            nprocs,
+        )  # fmt: skip
+        for rank in range(nprocs)
+    ]

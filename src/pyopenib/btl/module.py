@@ -899,7 +899,13 @@ class OpenibModule:
                 self._srq_limit_reached(q)
             return
         if self._fatal is None and event.event_type.name in ("QP_FATAL", "CQ_ERR"):
-            ep, _ = self._ep_by_qpn.get(event.qp_num, (None, 0))
+            owned = self._ep_by_qpn.get(event.qp_num)
+            if owned is None and event.event_type.name == "QP_FATAL":
+                # not a live QP of this module: a neighbour process's on the shared NIC,
+                # or one this module retired itself; neither is this process's failure
+                # (a CQ_ERR is always ours: the CQ is this module's)
+                return
+            ep = owned[0] if owned is not None else None
             self._fail(ep, event.qp_num, event.event_type.name, event.reason)
         self._wake()
 

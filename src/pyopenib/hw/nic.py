@@ -152,10 +152,12 @@ class _Msg:
 class HwSrq:
     """A shared receive queue: receives usable ``recv_usable`` after posting, limit event."""
 
-    __slots__ = ("nic", "max_wr", "entries", "limit", "armed", "srq_num", "last_ready")
+    __slots__ = ("nic", "max_wr", "entries", "limit", "armed", "srq_num", "last_ready",
+                 "async_handler")  # fmt: skip
 
-    def __init__(self, nic, max_wr: int, srq_num: int):
+    def __init__(self, nic, max_wr: int, srq_num: int, async_handler=None):
         self.nic = nic
+        self.async_handler = async_handler
         self.max_wr = max_wr
         self.entries: deque = deque()  # [RecvWR, usable]
         self.limit = 0
@@ -181,7 +183,8 @@ class HwSrq:
         if self.armed and len(entries) < self.limit:
             self.armed = False
             # ibverbs names the SRQ in the event; the model carries its number in qp_num
-            self.nic.raise_async(AsyncEventType.SRQ_LIMIT_REACHED, self.srq_num, "limit reached")
+            self.nic.raise_async(self.async_handler, AsyncEventType.SRQ_LIMIT_REACHED,
+                                 self.srq_num, "limit reached")  # fmt: skip
         return wr
 
     def arm(self, limit: int) -> None:
@@ -196,9 +199,11 @@ def _mark_usable(entry) -> None:
 class HwQp:
     """An RC queue pair's hardware context: requester and responder state."""
 
-    def __init__(self, nic, qpn: int, send_cq, recv_cq, srq: HwSrq | None, max_send_wr: int):
+    def __init__(self, nic, qpn: int, send_cq, recv_cq, srq: HwSrq | None, max_send_wr: int,
+                 async_handler=None):  # fmt: skip
         self.nic = nic
         self.qpn = qpn
+        self.async_handler = async_handler  # the owning context's (affiliated events)
         self.send_cq = send_cq
         self.recv_cq = recv_cq
         self.srq = srq
@@ -262,7 +267,14 @@ class HwQp:
 
 
 class Nic:
-    """One RDMA NIC (one port) attached to a fabric."""
+    """One RDMA NIC (one port) attached to a fabric.
+
+    Several processes of a host share it, each through its own verbs context: QP numbers,
+    memory keys and addresses are the NIC's (unique on the host), the transmit arbiter is
+    shared, and an asynchronous event goes to the handler of the context that created the
+    QP or SRQ it concerns (ibverbs' affiliated events). A packet addressed to the NIC's
+    own LID is looped back inside the adapter, never reaching the switch.
+    """
 
     def __init__(self, sim, model, fabric, name: str):
         self.sim = sim
@@ -275,7 +287,6 @@ class Nic:
         self.lid = fabric.attach(self)
         self.mpt: dict[int, HwMr] = {}
         self.qps: dict[int, HwQp] = {}
-        self.async_handler = None
         self._next_key = 0x100
         self._next_addr = 0x10000000
         self._next_qpn = 0x40
@@ -301,27 +312,29 @@ class Nic:
     def deregister_mr(self, mr: HwMr) -> None:
         self.mpt.pop(mr.lkey, None)
 
-    def create_qp(self, send_cq, recv_cq, srq, max_send_wr: int) -> HwQp:
+    def create_qp(self, send_cq, recv_cq, srq, max_send_wr: int, async_handler=None) -> HwQp:
         qpn = self._next_qpn
         self._next_qpn += 1
-        qp = HwQp(self, qpn, send_cq, recv_cq, srq, max_send_wr)
+        qp = HwQp(self, qpn, send_cq, recv_cq, srq, max_send_wr, async_handler)
         self.qps[qpn] = qp
         return qp
 
     def destroy_qp(self, qp: HwQp) -> None:
         self.qps.pop(qp.qpn, None)
 
-    def create_srq(self, max_wr: int) -> HwSrq:
-        srq = HwSrq(self, max_wr, self._next_srq)
+    def create_srq(self, max_wr: int, async_handler=None) -> HwSrq:
+        srq = HwSrq(self, max_wr, self._next_srq, async_handler)
         self._next_srq += 1
         return srq
 
-    def raise_async(self, event_type: AsyncEventType, qp_num: int, reason: str) -> None:
+    def raise_async(self, handler, event_type: AsyncEventType, qp_num: int, reason: str) -> None:
+        """An affiliated asynchronous event, delivered to ``handler``: the context owning
+        the QP, SRQ or CQ (``None``: an object no context owns, nobody hears it)."""
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("hw", "async", self.name, event=event_type.name, qp=qp_num, reason=reason)
-        if self.async_handler is not None:
-            self.async_handler(AsyncEvent(event_type, self.sim.now, qp_num, reason))
+        if handler is not None:
+            handler(AsyncEvent(event_type, self.sim.now, qp_num, reason))
 
     def _dur(self, label: str, interval) -> int:
         return self.sim.duration(label, interval[0], interval[1], interval[2])
@@ -529,7 +542,13 @@ class Nic:
         self.sim.schedule(ser, self._tx_done, pkt, qp)
 
     def _tx_done(self, pkt: Packet, qp: HwQp | None) -> None:
-        self.fabric.transmit(pkt, self.lid)
+        if pkt.dst_lid == self.lid:
+            # HCA loopback (two processes of one host, or a QP connected to its own NIC):
+            # the adapter turns the packet around after its engine and port logic, as
+            # ConnectX and T3 do; it never reaches the link or the switch, and is not lost.
+            self.sim.schedule(0, self.receive_packet, pkt)
+        else:
+            self.fabric.transmit(pkt, self.lid)
         if qp is not None and qp.rto_idle:
             self._rto_start(qp)
         if qp is not None and pkt.last:
@@ -962,7 +981,7 @@ class Nic:
             self._push_cqe(qp, qp.recv_cq, _flush_wc(qp, qp.cur_recv, WcOpcode.RECV), False)
             qp.cur_recv = None
         if async_reason is not None:
-            self.raise_async(AsyncEventType.QP_FATAL, qp.qpn, async_reason)
+            self.raise_async(qp.async_handler, AsyncEventType.QP_FATAL, qp.qpn, async_reason)
 
     def _flush_send(self, qp: HwQp, wr: SendWR) -> None:
         qp.sq_outstanding -= 1

@@ -55,7 +55,11 @@ class DeviceAttr:
 
 
 class Context:
-    """An opened device (``ibv_open_device``); async events collected as ibverbs does."""
+    """An opened device (``ibv_open_device``); async events collected as ibverbs does.
+
+    Every process of a host opens its own context on the host's one NIC. An event about a
+    QP, SRQ or CQ reaches only the context that created it (``ibv_get_async_event`` of
+    that context), never a neighbour process's."""
 
     def __init__(self, nic: Nic):
         self.nic = nic
@@ -63,7 +67,6 @@ class Context:
         self.model = nic.model
         self.async_events: deque[AsyncEvent] = deque()
         self.on_async = None
-        nic.async_handler = self._async
 
     @property
     def name(self) -> str:
@@ -152,7 +155,8 @@ class CompletionQueue:
     def push(self, wc: WorkCompletion) -> None:
         if len(self.entries) >= self.capacity:
             self.overruns += 1
-            self.context.nic.raise_async(AsyncEventType.CQ_ERR, wc.qp_num, "CQ overrun")
+            ctx = self.context
+            ctx.nic.raise_async(ctx._async, AsyncEventType.CQ_ERR, wc.qp_num, "CQ overrun")
             return
         self.entries.append(wc)
         if self._notify:
@@ -206,7 +210,9 @@ class QueuePair:
         self.max_send_wr = max_send_wr
         self.max_recv_wr = max_recv_wr
         self.max_inline = max_inline
-        self.hw: HwQp = ctx.nic.create_qp(send_cq, recv_cq, srq.hw if srq else None, max_send_wr)
+        self.hw: HwQp = ctx.nic.create_qp(
+            send_cq, recv_cq, srq.hw if srq else None, max_send_wr, ctx._async
+        )
 
     @property
     def qp_num(self) -> int:
@@ -274,7 +280,7 @@ class SharedReceiveQueue:
     def __init__(self, pd: ProtectionDomain, max_wr: int, srq_limit: int):
         self.pd = pd
         self.max_wr = max_wr
-        self.hw: HwSrq = pd.context.nic.create_srq(max_wr)
+        self.hw: HwSrq = pd.context.nic.create_srq(max_wr, pd.context._async)
         if srq_limit:
             self.hw.arm(srq_limit)
 

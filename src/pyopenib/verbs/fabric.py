@@ -1,5 +1,6 @@
-"""Bringing up a cluster's devices: one NIC per host on one switched fabric, each opened
-as a verbs ``Context`` (what ``ibv_get_device_list`` + ``ibv_open_device`` give a host)."""
+"""Bringing up a cluster's devices: one NIC per host on one switched fabric, opened as a
+verbs ``Context`` by each process of the host (what ``ibv_get_device_list`` +
+``ibv_open_device`` give every process)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from ._objects import Context
 __all__ = ["open_devices"]
 
 
-def open_devices(sim, models: list[DeviceModel], names: list[str] | None = None) -> list[Context]:
-    """Attach one NIC per model to a new fabric and open each; ``names`` label them
-    (default ``<device id>:<host index>``)."""
+def open_devices(
+    sim, models: list[DeviceModel], names: list[str] | None = None, per_device: int = 1
+) -> list[Context]:
+    """Attach one NIC per model (one per host) to a new fabric and open each
+    ``per_device`` times: contexts ``h * per_device .. h * per_device + per_device - 1``
+    share host ``h``'s NIC. ``names`` label the NICs (default ``<device id>:<host index>``)."""
     fabric = Fabric(sim)
     if names is None:
         names = [f"{m.id}:{i}" for i, m in enumerate(models)]
-    return [Context(Nic(sim, m, fabric, name)) for m, name in zip(models, names, strict=True)]
+    nics = [Nic(sim, m, fabric, name) for m, name in zip(models, names, strict=True)]
+    return [Context(nic) for nic in nics for _ in range(per_device)]

@@ -1,0 +1,92 @@
+"""Open MPI's BML r2 in miniature: one process's BTLs behind one ``BtlModule``.
+
+ob1 asks the BML, per peer, which BTL reaches it; r2 answers with the BTL of highest
+exclusivity that can: vader (sm) for a peer on the same node, openib for the others
+(the iWARP openib BTL even declares local peers unreachable, trac #1352). ``Bml`` does
+that routing once at start-up and forwards each call to the peer's BTL.
+
+The one place this cannot be Open MPI: ob1 reads ``eager_limit``, ``max_send_size`` and
+``rndv_eager_limit`` from the BTL of each peer, but pyopenib's PML reads them once from
+its module. ``Bml`` therefore exposes the MINIMUM over the BTLs in use (sm when the
+node has another process, openib when another node exists): every message then fits
+either BTL, and protocol choices are the strictest of the two. With sm's 4 KiB eager
+limit this means a message between 4 KiB and openib's 12 KiB eager limit goes by
+rendezvous even to an off-node peer, where Open MPI would send it eagerly (see
+docs/run.md, Several processes per node).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .module import OpenibModule
+from .sm import SmModule
+
+__all__ = ["Bml"]
+
+
+class Bml:
+    """One process's BTLs: ``sm`` for the ranks in ``local_ranks``, ``openib`` for the
+    rest of the ``nprocs`` ranks (implements ``BtlModule``)."""
+
+    def __init__(self, rank: int, openib: OpenibModule, sm: SmModule, local_ranks: range,
+                 nprocs: int):  # fmt: skip
+        self.rank = rank
+        self.openib = openib
+        self.sm = sm
+        self.uses_sm = len(local_ranks) > 1
+        self.uses_openib = nprocs > len(local_ranks) or not self.uses_sm
+        in_use = [b for b, used in ((sm, self.uses_sm), (openib, self.uses_openib)) if used]
+        self.btls = tuple(in_use)
+        self.eager_limit = min(b.eager_limit for b in in_use)
+        self.max_send_size = min(b.max_send_size for b in in_use)
+        self.rndv_eager_limit = min(b.rndv_eager_limit for b in in_use)
+        routes = [sm if p in local_ranks else openib for p in range(nprocs)]
+        self.route = routes
+        """``route[peer]``: the BTL that reaches ``peer`` (r2's per-peer BTL array)."""
+        self._send = [b.send for b in routes]
+        self._put = [b.put for b in routes]
+        self._get = [b.get for b in routes]
+
+    def register_recv(self, tag: int, callback) -> None:
+        for btl in self.btls:
+            btl.register_recv(tag, callback)
+
+    def send(self, peer: int, tag: int, payload, on_complete=None, high_priority=False) -> None:
+        self._send[peer](peer, tag, payload, on_complete, high_priority)
+
+    def register_memory(self, buffer: np.ndarray):
+        """Register with every BTL in use under ONE key: openib's (address and rkey),
+        which the node's sm registration table records too."""
+        if not self.uses_openib:
+            return self.sm.register_memory(buffer)
+        handle = self.openib.register_memory(buffer)
+        if self.uses_sm:
+            self.sm.register_memory(buffer, handle.key)
+        return handle
+
+    def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
+        self._put[peer](peer, local, local_offset, remote_key, remote_offset, length,
+                        on_complete)  # fmt: skip
+
+    def get(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
+        self._get[peer](peer, local, local_offset, remote_key, remote_offset, length,
+                        on_complete)  # fmt: skip
+
+    def progress(self) -> int:
+        handled = self.sm.progress() if self.uses_sm else 0
+        if self.uses_openib:
+            handled += self.openib.progress()
+        return handled
+
+    def wait_for_activity(self) -> None:
+        """Block until either BTL has something: an sm arrival or completion wakes the
+        openib module's wait exactly as one of its own completions would."""
+        if not self.uses_openib:
+            self.sm.wait_for_activity()
+            return
+        if self.uses_sm:
+            if self.sm.has_activity():
+                return
+            self.sm.req_notify(self.openib._wake)
+        self.openib.wait_for_activity()
