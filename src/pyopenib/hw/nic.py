@@ -543,9 +543,10 @@ class Nic:
 
     def _tx_done(self, pkt: Packet, qp: HwQp | None) -> None:
         if pkt.dst_lid == self.lid:
-            # HCA loopback (two processes of one host, or a QP connected to its own NIC):
-            # the adapter turns the packet around after its engine and port logic, as
-            # ConnectX and T3 do; it never reaches the link or the switch, and is not lost.
+            # loopback (two processes of one host, or a QP connected to its own NIC): the
+            # adapter turns the packet around inside after its engine, DMA and port
+            # serialization; it never reaches the link or the switch and is never lost.
+            # That the turnaround adds nothing beyond those costs is an assumption.
             self.sim.schedule(0, self.receive_packet, pkt)
         else:
             self.fabric.transmit(pkt, self.lid)
