@@ -1,13 +1,17 @@
 """btl — Open MPI's openib BTL on the verbs layer: QPs from receive_queues, endpoints,
 fragments, per-peer and SRQ credit flow control, explicit credit messages and their
-routing policy (``btl_openib_credits_qp``), connection setup, fatal errors.
+routing policy (``btl_openib_credits_qp``), eager RDMA, connection setup, fatal errors;
+plus a shared-memory BTL (``sm``, Open MPI's vader) for on-node peers and the ``Bml``
+that routes each peer to one of them when several processes share a node.
 
 The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
+from .bml import Bml
 from .cluster import OobChannel, build_job_btls
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
+from .sm import SmModule, SmNode
 
 __all__ = [
     "BtlModule",
@@ -15,6 +19,9 @@ __all__ = [
     "RecvCallback",
     "TransportError",
     "OpenibModule",
+    "SmModule",
+    "SmNode",
+    "Bml",
     "OobChannel",
     "build_job_btls",
 ]
