@@ -20,6 +20,7 @@ A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
 from __future__ import annotations
 
 import builtins
+import gc
 import os
 import sys
 import traceback
@@ -44,6 +45,14 @@ __all__ = [
     "JobResult",
     "run_job",
 ]
+
+GC_THRESHOLDS = (10_000, 10, 10)
+"""The cyclic collector's thresholds while a job runs (the default is 700, 10, 10). A job
+builds hundreds of thousands of long-lived objects (endpoints, QPs, receive fragments,
+registrations) that a young generation of 700 pushes through the older generations
+again and again: 45 % of the CPU time of a 96-rank alltoall went to 2,378 collections.
+With 10,000 it is 162 collections and 0.36 s of 2.3 s (bigger young generations make
+each older-generation pass dearer again). The old thresholds return when the job ends."""
 
 EXIT_TRANSPORT = 3
 EXIT_DEADLOCK = 4
@@ -224,6 +233,20 @@ def _program_traceback(exc: BaseException, path: str) -> list[str]:
     return traceback.format_exception(type(exc), exc, tb or exc.__traceback__)
 
 
+class _gc_thresholds:  # noqa: N801 - used as a context manager, like contextlib's
+    def __init__(self, thresholds):
+        self.thresholds = thresholds
+
+    def __enter__(self):
+        self.saved = gc.get_threshold()
+        gc.set_threshold(*self.thresholds)
+        return self
+
+    def __exit__(self, *exc):
+        gc.set_threshold(*self.saved)
+        return False
+
+
 class _Installed:
     """Swap the interpreter-wide state a job needs, and put it back afterwards."""
 
@@ -279,36 +302,37 @@ def run_job(
     with open(path, encoding="utf-8") as f:
         code = compile(f.read(), path, "exec")
     sim = sim if sim is not None else Simulator()
-    btls = make_btls(sim, nprocs)
-    hostnames = [f"node{r // ppn:03d}" for r in range(nprocs)]
-    with _Installed(path, argv, out, err):
-        job = _Job(sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale)
-        until = None if timeout is None else int(timeout * PS_PER_S)
-        try:
-            sim.run(until=until)
-        except _JobOver:
-            pass
-        try:
-            if job.result is None:
-                job.close_streams()
-                timed_out = until is not None and sim.peek() is not None
-                if timed_out:
-                    job.result = JobResult(EXIT_TIMEOUT, "timeout", sim.now)
-                    text = TOPICS["mpi-timeout"].format(limit=timeout, ranks=job.rank_report())
+    with _gc_thresholds(GC_THRESHOLDS):
+        btls = make_btls(sim, nprocs)
+        hostnames = [f"node{r // ppn:03d}" for r in range(nprocs)]
+        with _Installed(path, argv, out, err):
+            job = _Job(sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale)
+            until = None if timeout is None else int(timeout * PS_PER_S)
+            try:
+                sim.run(until=until)
+            except _JobOver:
+                pass
+            try:
+                if job.result is None:
+                    job.close_streams()
+                    timed_out = until is not None and sim.peek() is not None
+                    if timed_out:
+                        job.result = JobResult(EXIT_TIMEOUT, "timeout", sim.now)
+                        text = TOPICS["mpi-timeout"].format(limit=timeout, ranks=job.rank_report())
+                    else:
+                        job.result = JobResult(EXIT_DEADLOCK, "deadlock", sim.now)
+                        text = TOPICS["mpi-deadlock"].format(
+                            time=_format_time(sim.now), ranks=job.rank_report()
+                        )
+                    err.write(text + "\n")
                 else:
-                    job.result = JobResult(EXIT_DEADLOCK, "deadlock", sim.now)
-                    text = TOPICS["mpi-deadlock"].format(
-                        time=_format_time(sim.now), ranks=job.rank_report()
-                    )
-                err.write(text + "\n")
-            else:
-                job.close_streams()
-        finally:
-            for proc in job.processes:
-                glet = proc._greenlet
-                if not glet.dead:
-                    glet.throw(GreenletExit)
-                context.unbind(glet)
+                    job.close_streams()
+            finally:
+                for proc in job.processes:
+                    glet = proc._greenlet
+                    if not glet.dead:
+                        glet.throw(GreenletExit)
+                    context.unbind(glet)
     out.flush()
     err.flush()
     return job.result
