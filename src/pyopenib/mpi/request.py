@@ -132,11 +132,23 @@ class Request:
     def _all_ready(requests) -> bool:
         return all(r._ready() for r in requests)
 
+    @staticmethod
+    def _wait_each(requests) -> None:
+        """Block until every request is complete: waiting for each in turn is waiting for
+        all (progress completes any of them), without a closure polled after every event."""
+        label = None
+        for r in requests:
+            p = r._preq
+            if p is not None and not p.complete:
+                if label is None:
+                    rc = current()
+                    label = (_many, "MPI_Waitall", requests)
+                rc.wait_request(p, label)
+
     @classmethod
     def Waitall(cls, requests, statuses=None) -> bool:
         requests = list(requests)
-        if not cls._all_ready(requests):
-            current().wait_for(lambda: cls._all_ready(requests), (_many, "MPI_Waitall", requests))
+        cls._wait_each(requests)
         failed = False
         for i, r in enumerate(requests):
             st = statuses[i] if statuses is not None and i < len(statuses) else None
@@ -149,8 +161,7 @@ class Request:
     @classmethod
     def waitall(cls, requests, statuses=None) -> list:
         requests = list(requests)
-        if not cls._all_ready(requests):
-            current().wait_for(lambda: cls._all_ready(requests), (_many, "MPI_Waitall", requests))
+        cls._wait_each(requests)
         values = []
         for i, r in enumerate(requests):
             st = statuses[i] if statuses is not None and i < len(statuses) else None
