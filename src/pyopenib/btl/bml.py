@@ -5,14 +5,10 @@ exclusivity that can: vader (sm) for a peer on the same node, openib for the oth
 (the iWARP openib BTL even declares local peers unreachable, trac #1352). ``Bml`` does
 that routing once at start-up and forwards each call to the peer's BTL.
 
-The one place this cannot be Open MPI: ob1 reads ``eager_limit``, ``max_send_size`` and
-``rndv_eager_limit`` from the BTL of each peer, but pyopenib's PML reads them once from
-its module. ``Bml`` therefore exposes the MINIMUM over the BTLs in use (sm when the
-node has another process, openib when another node exists): every message then fits
-either BTL, and protocol choices are the strictest of the two. With sm's 4 KiB eager
-limit this means a message between 4 KiB and openib's 12 KiB eager limit goes by
-rendezvous even to an off-node peer, where Open MPI would send it eagerly (see
-docs/run.md, Several processes per node).
+As in ob1, protocol limits are per peer: ``limits(peer)`` gives the eager limit,
+rendezvous-eager limit and pipeline fragment of the BTL that reaches ``peer`` (the PML
+asks it); the module-wide ``eager_limit``/``max_send_size``/``rndv_eager_limit`` are the
+minimum over the BTLs in use, for callers that do not ask per peer.
 """
 
 from __future__ import annotations
@@ -47,6 +43,11 @@ class Bml:
         self._send = [b.send for b in routes]
         self._put = [b.put for b in routes]
         self._get = [b.get for b in routes]
+
+    def limits(self, peer: int) -> tuple[int, int, int]:
+        """(eager_limit, rndv_eager_limit, max_send_size) of the BTL that reaches ``peer``."""
+        b = self.route[peer]
+        return b.eager_limit, b.rndv_eager_limit, b.max_send_size
 
     def register_recv(self, tag: int, callback) -> None:
         for btl in self.btls:

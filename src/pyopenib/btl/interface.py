@@ -82,6 +82,10 @@ class BtlModule(Protocol):
 
     def register_memory(self, buffer: np.ndarray) -> MemHandle: ...
 
+    # Optional: ``limits(peer) -> (eager_limit, rndv_eager_limit, max_send_size)`` when
+    # the module reaches peers through BTLs with different limits (the BML); the PML
+    # then uses the peer's limits, as ob1 does, instead of the module-wide ones.
+
     def put(
         self,
         peer: int,

@@ -65,6 +65,10 @@ class Pml:
         self._eager_payload = btl.eager_limit - _MATCH_LEN
         self._rts_payload = max(0, min(btl.rndv_eager_limit, btl.eager_limit) - _RNDV_LEN)
         self._frag = btl.max_send_size
+        # ob1 reads the limits of the BTL that reaches each peer; a module that routes
+        # peers to different BTLs (the BML) says so with ``limits(peer)``
+        self._btl_limits = getattr(btl, "limits", None)
+        self._peer_limits: dict[int, tuple[int, int, int]] = {}
         self._next_id = 1
         self._send_seq: dict[tuple[int, int], int] = {}
         self._expected_seq: dict[tuple[int, int], int] = {}
@@ -76,6 +80,15 @@ class Pml:
         self._btl_send = btl.send
         self._btl_progress = btl.progress
         btl.register_recv(BTL_TAG_PML, self._on_message)
+
+    def _limits(self, peer: int) -> tuple[int, int, int]:
+        """(eager payload, RTS payload, pipeline fragment) for ``peer``'s BTL."""
+        limits = self._peer_limits.get(peer)
+        if limits is None:
+            eager, rndv, frag = self._btl_limits(peer)
+            limits = (eager - _MATCH_LEN, max(0, min(rndv, eager) - _RNDV_LEN), frag)
+            self._peer_limits[peer] = limits
+        return limits
 
     # -- requests -----------------------------------------------------------------------
     def _new_id(self) -> int:
@@ -103,7 +116,11 @@ class Pml:
         seqs[key] = seq + 1
         n = len(data)
         to_self = peer == self.rank
-        if not sync and (n <= self._eager_payload or to_self):
+        if self._btl_limits is None:
+            eager_payload = self._eager_payload
+        else:
+            eager_payload = self._limits(peer)[0]
+        if not sync and (n <= eager_payload or to_self):
             msg = b"".join((_pack_match(MATCH, ctx, source, tag, seq), data))
             if to_self:
                 self._self_queue.append(msg)
@@ -115,7 +132,8 @@ class Pml:
         req = SendRequest(self._new_id(), label, peer, data)
         self._live[req.id] = req
         # Open MPI's btl/self moves any size in one step; the openib path sends an RTS.
-        first = n if to_self else min(n, self._rts_payload)
+        rts_payload = self._rts_payload if self._btl_limits is None else self._limits(peer)[1]
+        first = n if to_self else min(n, rts_payload)
         hdr = RNDV_HDR.pack(RNDV, ctx, source, tag, seq, n, req.id)
         self._send_control(peer, b"".join((hdr, data[:first])))
         return req
@@ -290,7 +308,7 @@ class Pml:
             self._done(req)
             return
         handle = self.btl.register_memory(req.data)
-        step = self._frag
+        step = self._frag if self._btl_limits is None else self._limits(req.peer)[2]
         req.puts_left = (total - offset + step - 1) // step
         for off in range(offset, total, step):
             n = min(step, total - off)
