@@ -63,6 +63,10 @@ from .work import (
 
 __all__ = ["Nic", "HwQp", "HwSrq", "HwMr", "QpState", "Access", "HEADER_BYTES", "rnr_timer_ps"]
 
+PCIE_REQUEST_BYTES = 512
+"""PCIe max read request size of the era's chipsets (512 B is the common default): the
+granularity at which DMA transfers of different work requests interleave."""
+
 HEADER_BYTES = {"ib": 26, "iwarp": 78}
 """Per-packet wire overhead. IB: LRH 8 + BTH 12 + ICRC 4 + VCRC 2. iWARP over Ethernet:
 MAC 14 + FCS 4 + IPv4 20 + TCP 20 + MPA 2+4 (len, CRC) + DDP/RDMAP 14."""
@@ -293,6 +297,8 @@ class Nic:
         self._next_srq = 1
         self._ps_per_byte = model.ps_per_byte
         self._pcie_ps_per_byte = model.pcie_ps_per_byte
+        self._pcie_to_nic = 0  # when each PCIe direction is free again (ps)
+        self._pcie_to_host = 0
         # transmit arbiter: control packets first, then round-robin over QPs
         self._ctrl: deque[Packet] = deque()
         self._active: deque[HwQp] = deque()
@@ -335,6 +341,26 @@ class Nic:
             tr.emit("hw", "async", self.name, event=event_type.name, qp=qp_num, reason=reason)
         if handler is not None:
             handler(AsyncEvent(event_type, self.sim.now, qp_num, reason))
+
+    def _dma(self, nbytes: int, to_nic: bool) -> int:
+        """Delay until ``nbytes`` have crossed PCIe: each direction is one shared bus
+        (reads host->NIC for sends and READ responses, writes NIC->host for receives), so
+        concurrent transfers queue for it; then the bus latency. A transfer no larger than
+        one PCIe request (``PCIE_REQUEST_BYTES``) slips between the requests of larger
+        ones instead of waiting for them to finish, as interleaved DMA requests do; it
+        still uses its share of the bandwidth."""
+        now = self.sim.now
+        busy = self._pcie_to_nic if to_nic else self._pcie_to_host
+        start = busy if busy > now else now
+        xfer = int(nbytes * self._pcie_ps_per_byte)
+        end = start + xfer
+        if to_nic:
+            self._pcie_to_nic = end
+        else:
+            self._pcie_to_host = end
+        if nbytes <= PCIE_REQUEST_BYTES:
+            end = now + xfer
+        return end - now + self._dur("nic.pcie", self.model.pcie_latency)
 
     def _dur(self, label: str, interval) -> int:
         return self.sim.duration(label, interval[0], interval[1], interval[2])
@@ -418,8 +444,7 @@ class Nic:
         wr: SendWR = item
         delay = self._dur("nic.send_wqe", m.send_wqe)
         if wr.opcode != WrOpcode.RDMA_READ and wr.inline_data is None and wr.sg_list:
-            delay += self._dur("nic.pcie", m.pcie_latency)
-            delay += int(wr.length * self._pcie_ps_per_byte)
+            delay += self._dma(wr.length, True)
         self.sim.schedule(delay, self._emit, qp, wr)
 
     def _recv_processed(self, qp: HwQp, entry) -> None:
@@ -627,8 +652,7 @@ class Nic:
             return
         payload = pkt.payload
         length = pkt.msg_len
-        m = self.model
-        dma = self._dur("nic.pcie", m.pcie_latency) + int(length * self._pcie_ps_per_byte)
+        dma = self._dma(length, False)
         if opcode in (WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM):
             mr = qp.cur_write
             off = pkt.remote_addr - mr.addr
@@ -749,9 +773,7 @@ class Nic:
             qp.expected_msn = pkt.msn + 1
         off = pkt.remote_addr - mr.addr
         data = mr.buffer[off : off + pkt.msg_len].tobytes()
-        m = self.model
-        delay = self._dur("nic.pcie", m.pcie_latency) + int(len(data) * self._pcie_ps_per_byte)
-        self.sim.schedule(delay, self._send_read_resp, qp, pkt.msn, data)
+        self.sim.schedule(self._dma(len(data), True), self._send_read_resp, qp, pkt.msn, data)
 
     def _send_read_resp(self, qp: HwQp, msn: int, data: bytes) -> None:
         if qp.state == QpState.ERROR:
@@ -787,9 +809,7 @@ class Nic:
             self._requester_error(qp, wr, WcStatus.LOC_PROT_ERR, "RDMA READ: bad local SGE")
             return
         msg.acked = True
-        m = self.model
-        dma = self._dur("nic.pcie", m.pcie_latency) + int(len(pkt.payload) * self._pcie_ps_per_byte)
-        self._retire(qp, dma)
+        self._retire(qp, self._dma(len(pkt.payload), False))
 
     def _inflight(self, qp: HwQp, msn: int):
         for msg in qp.inflight:
