@@ -32,11 +32,12 @@ def slot_size(eager_limit: int, header_len: int, alignment: int = 64) -> int:
 class EagerRdmaLocal:
     """The receiving side of a channel: the registered ring and the credits owed."""
 
-    __slots__ = ("memory", "buf", "num", "slot", "head", "credits", "rd_win")
+    __slots__ = ("memory", "buf", "view", "num", "slot", "head", "credits", "rd_win")
 
     def __init__(self, memory, num: int, slot: int):
         self.memory = memory
         self.buf: np.ndarray = memory.buffer
+        self.view = memoryview(self.buf)
         self.num = num
         self.slot = slot
         self.head = 0
@@ -44,20 +45,20 @@ class EagerRdmaLocal:
         self.rd_win = max(1, num >> 2)
 
     def pending(self) -> bool:
-        end = (self.head + 1) * self.slot
-        return self.buf[end - FOOTER_LEN] == FLAG_WRITTEN
+        return self.view[(self.head + 1) * self.slot - FOOTER_LEN] == FLAG_WRITTEN
 
     def poll(self):
         """The fragment in the head slot as a memoryview, or None; consumes the slot."""
+        view = self.view
         end = (self.head + 1) * self.slot
-        (footer,) = FOOTER.unpack_from(self.buf, end - FOOTER_LEN)
-        if footer & 0xFF != FLAG_WRITTEN:
+        if view[end - FOOTER_LEN] != FLAG_WRITTEN:
             return None
+        (footer,) = FOOTER.unpack_from(view, end - FOOTER_LEN)
         length = footer >> 8
-        self.buf[end - FOOTER_LEN : end] = 0
+        FOOTER.pack_into(view, end - FOOTER_LEN, 0)
         self.head = (self.head + 1) % self.num
         start = end - FOOTER_LEN - length
-        return memoryview(self.buf)[start : start + length]
+        return view[start : start + length]
 
 
 class EagerRdmaRemote:

@@ -157,7 +157,7 @@ class OpenibModule:
         frag.on_complete = on_complete
         frag.high = high_priority
         if n:
-            frag.buf[HDR_LEN : HDR_LEN + n] = np.frombuffer(payload, dtype=np.uint8, count=n)
+            memoryview(frag.buf)[HDR_LEN : HDR_LEN + n] = payload
         ep = self._endpoint(peer)
         frag.ep = ep
         if ep.state != CONNECTED:
@@ -182,8 +182,11 @@ class OpenibModule:
 
     def progress(self) -> int:
         """Poll the CQ and handle every completion; raises ``TransportError`` if fatal."""
-        self._raise_if_failed()
+        if self._fatal is not None:
+            raise self._fatal
         handled = self._poll_eager() if self._eager_eps else 0
+        if not handled and not self.cq.entries:
+            return 0
         wcs = self.cq.poll(256)
         if wcs:
             if getcurrent() is not self.sim._loop:
@@ -192,15 +195,19 @@ class OpenibModule:
             for wc in wcs:
                 self._handle_wc(wc)
             handled += len(wcs)
-        if handled and self.check_invariants:
+        if self.check_invariants:
             self.assert_invariants()
-        self._raise_if_failed()
+        if self._fatal is not None:
+            raise self._fatal
         return handled
 
     def wait_for_activity(self) -> None:
         self._raise_if_failed()
-        if len(self.cq) or any(ep.eager_local.pending() for ep in self._eager_eps):
+        if self.cq.entries:
             return
+        for ep in self._eager_eps:
+            if ep.eager_local.pending():
+                return
         ev = self.sim.event()
         self._activity = ev
         self.cq.req_notify(self._wake)
