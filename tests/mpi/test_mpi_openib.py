@@ -27,3 +27,19 @@ def test_bidirectional_mixed_sizes_on_t3_fail_only_with_credits_on_qp0(policy, e
         )
     else:
         assert out.getvalue().count("exchanged 2000 messages") == 2
+
+
+def test_issue_command_on_t3_with_the_shipped_ini_and_no_queue_override():
+    """`pyopenib run -n 2 --device chelsio-t3 --mca btl_openib_credits_qp smallest prog.py`:
+    our INI gives T3 two per-peer queues, so the race shows without any other setting."""
+    from click.testing import CliRunner
+
+    from pyopenib.cli import main
+
+    args = ["run", "-n", "2", "--device", "chelsio-t3"]
+    bad = CliRunner().invoke(main, [*args, "--mca", "btl_openib_credits_qp", "smallest",
+                                    str(PROGRAM)])  # fmt: skip
+    assert bad.exit_code == EXIT_TRANSPORT
+    assert "iWARP TERMINATE" in bad.output
+    good = CliRunner().invoke(main, [*args, str(PROGRAM)])  # auto: the INI says own for T3
+    assert good.exit_code == 0, good.output
