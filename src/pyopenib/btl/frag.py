@@ -22,6 +22,7 @@ CTL_RDMA = 1  # eager-RDMA connect: the ring's rkey and address
 CTL_COALESCED = 2
 CTL_CTS = 3
 HDR_LEN = HEADER.size
+CTL_LEN = CREDIT_BODY.size  # an explicit credit message's body
 
 SEND = 0
 RECV = 1
