@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verbs_testbed import Pair, toy_model
 
-from pyopenib.hw.nic import ack_timeout_ps
 from pyopenib.hw.packet import ACK, DATA, READ_RESP
+from pyopenib.hw.qp import ack_timeout_ps
 from pyopenib.sim import RandomOracle, ScriptedOracle, Simulator, Tracer
 from pyopenib.verbs import QpState, SendWR, WcOpcode, WcStatus, WrOpcode
 

@@ -8,8 +8,9 @@ from .device_model import (
     get_device_model,
     load_device_models,
 )
-from .nic import HEADER_BYTES, Access, Nic, QpState, rnr_timer_ps
+from .nic import Nic
 from .packet import Packet
+from .qp import HEADER_BYTES, Access, QpState, rnr_timer_ps
 from .wire import Fabric
 from .work import (
     AsyncEvent,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw import AsyncEvent, AsyncEventType, Nic, QpState, RecvWR, SendFlags, SendWR, WorkCompletion
-from ..hw.nic import HwMr, HwQp, HwSrq
+from ..hw.qp import HwMr, HwQp, HwSrq
 
 __all__ = [
     "VerbsError",
