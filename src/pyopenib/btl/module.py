@@ -130,6 +130,9 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         # configurations connect with a three-way out-of-band exchange instead (udcm).
         self._uses_cts = self.queues[self.credits_qp].kind == "P"
         context.on_async = self._on_async
+        tr = self.sim.tracer
+        if tr is not None:  # lets trace readers put this rank's endpoints on its host
+            tr.emit("btl", "placement", f"rank{rank}", host=hostname)
         self.host_poll = context.model.host_poll
         # statistics
         self.frags_sent = [0] * len(self.queues)

@@ -7,12 +7,12 @@ factory through ``run_job`` instead.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from ..errors import PyopenibError, register_topics
+from ..report import write_trace
 from ..sim import Tracer, make_simulator
 from .runner import run_job
 
@@ -77,15 +77,6 @@ def openib_btls(devices, mca_pairs, ppn: int):
     return make_btls
 
 
-def _write_trace(path: str, tracer: Tracer) -> None:
-    """JSON lines, one event each (the report/ exporters read the same tuples)."""
-    with open(path, "w", encoding="utf-8") as f:
-        for time_ps, layer, kind, actor, fields in tracer.events:
-            record = {"t": time_ps, "layer": layer, "kind": kind, "actor": actor}
-            record.update(dict(fields))
-            f.write(json.dumps(record, default=str) + "\n")
-
-
 @click.command(
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
@@ -96,7 +87,9 @@ def _write_trace(path: str, tracer: Tracer) -> None:
 @click.option("--ppn", type=int, default=1, show_default=True, help="Processes per node.")
 @click.option("--mca", nargs=2, multiple=True, metavar="NAME VALUE", help="MCA parameter.")
 @click.option("--seed", type=int, default=None, help="Randomise choice points with this seed.")
-@click.option("--trace", "trace_path", default=None, help="Write the event trace (JSON lines).")
+@click.option("--trace", "trace_path", default=None,
+              help="Write the event trace: .jsonl (JSON lines), .json (Perfetto), "
+              ".svg/.png/.pdf (sequence diagram around the first failure).")  # fmt: skip
 @click.option("--tag-output", is_flag=True, help="Prefix lines with [1,rank]<stdout>:.")
 @click.option("--timeout", type=float, default=None, help="Give up after this many sim seconds.")
 @click.option("--cpu-scale", type=float, default=0.0, help="Charge CPU time x F as sim time.")
@@ -137,5 +130,5 @@ def run(
         cpu_scale=cpu_scale,
     )
     if tracer is not None:
-        _write_trace(trace_path, tracer)
+        write_trace(tracer.events, trace_path)
     sys.exit(result.exit_code)

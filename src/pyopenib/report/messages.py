@@ -30,7 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..btl.frag import CREDIT_BODY, HEADER
-from .tracks import track_of
+from .tracks import host_of_rank, rank_hosts, track_of
 
 __all__ = ["Message", "find_messages", "qp_peers", "ARRIVAL_KINDS"]
 
@@ -86,6 +86,7 @@ def qp_peers(events) -> dict[str, str]:
     sends = _sends_by_actor(events)
     arrivals = _arrivals_by_actor(events)
     actors = sorted(set(sends) | set(arrivals))
+    hosts = rank_hosts(events)
 
     def score(src: str, dst: str) -> int:
         by_msn = sends.get(src, {})
@@ -99,7 +100,7 @@ def qp_peers(events) -> dict[str, str]:
     candidates = []
     for x, a in enumerate(actors):
         for b in actors[x + 1 :]:
-            if track_of(a).host == track_of(b).host:
+            if track_of(a, hosts).host == track_of(b, hosts).host:
                 continue
             s = score(a, b) + score(b, a)
             if s:
@@ -145,11 +146,11 @@ def _label(events, send_idx: int, control_idx: int | None) -> str:
     return f"credits qp={cf.get('qp', '?')} on qp{cf.get('on_qp', '?')}"
 
 
-def _qp_by_index(peers) -> dict[tuple[str, str], list[str]]:
+def _qp_by_index(peers, hosts) -> dict[tuple[str, str], list[str]]:
     """(host, peer host) -> the connection's live QP actors in QP-number order."""
     by_conn = defaultdict(list)
     for actor, peer in peers.items():
-        t, p = track_of(actor), track_of(peer)
+        t, p = track_of(actor, hosts), track_of(peer, hosts)
         if t.qpn is not None:
             by_conn[(t.host, p.host)].append((t.qpn, actor))
     return {k: [a for _, a in sorted(v)] for k, v in by_conn.items()}
@@ -157,7 +158,8 @@ def _qp_by_index(peers) -> dict[tuple[str, str], list[str]]:
 
 def _control_posts(events, peers) -> dict[int, int]:
     """send_emit index -> index of the ``credit_msg`` / ``cts_sent`` event that posted it."""
-    qps = _qp_by_index(peers)
+    hosts = rank_hosts(events)
+    qps = _qp_by_index(peers, hosts)
     small = defaultdict(list)  # actor -> indices of control-sized send_emits
     for i, e in enumerate(events):
         if (
@@ -169,12 +171,12 @@ def _control_posts(events, peers) -> dict[int, int]:
     for i, e in enumerate(events):
         if e[2] not in ("credit_msg", "cts_sent"):
             continue
-        t = track_of(e[3])
+        t = track_of(e[3], hosts)
         peer_rank = e[3].rsplit(">", 1)[-1]
         if t.rank is None or not peer_rank.isdigit():
             continue
         f = _fields(e)
-        conn = qps.get((t.host, f"node{int(peer_rank):03d}"), [])
+        conn = qps.get((t.host, host_of_rank(int(peer_rank), hosts)), [])
         index = f.get("on_qp", 0)
         op = "RDMA_WRITE" if f.get("by_rdma") else "SEND"
         for actor in [conn[index]] if index < len(conn) else conn:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from .messages import find_messages
-from .tracks import track_of, track_order
+from .tracks import rank_hosts, track_of, track_order
 from .window import first_failure
 
 __all__ = ["to_perfetto", "write_perfetto"]
@@ -33,7 +33,8 @@ def _us(t_ps: int) -> float:
 
 def to_perfetto(events) -> dict:
     """The trace as a trace-event JSON object (``{"traceEvents": [...], ...}``)."""
-    tracks = {e[3]: track_of(e[3]) for e in events}
+    hosts = rank_hosts(events)
+    tracks = {e[3]: track_of(e[3], hosts) for e in events}
     hosts = sorted({t.host for t in tracks.values()})
     pid = {h: n + 1 for n, h in enumerate(hosts)}
     tid = {}

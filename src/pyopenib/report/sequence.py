@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..errors import PyopenibError, register_topics
 from .messages import find_messages, qp_peers
-from .tracks import Track, track_of, track_order
+from .tracks import Track, rank_hosts, track_of, track_order
 from .window import default_window, first_failure, in_window
 
 __all__ = ["draw_sequence", "write_sequence_diagram", "MAX_ROWS"]
@@ -138,8 +138,9 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
     rows = [g[0] for g in groups]
     row_of = {i: n for n, g in enumerate(groups) for i in g}
     burst = {g[0]: g for g in groups if len(g) > 1}
-    track = {i: track_of(events[i][3]) for i in shown}
-    trk_peers = {track_of(a): track_of(b) for a, b in qp_peers(events).items()}
+    hosts = rank_hosts(events)
+    track = {i: track_of(events[i][3], hosts) for i in shown}
+    trk_peers = {track_of(a, hosts): track_of(b, hosts) for a, b in qp_peers(events).items()}
     lanes = _lanes(sorted(set(track.values()), key=lambda t: (t.host, track_order(t))), trk_peers)
     x_of = {t: n for n, t in enumerate(lanes)}
     mid = (len(lanes) - 1) / 2

@@ -1,6 +1,7 @@
-"""Both ranks keep windows of mixed-size eager messages in flight at once (the seed's
-credit-race pattern): rank 0 sends medium messages with a small one every fourth; rank 1
-answers with bursts of 8 near-eager-limit messages between runs of small ones."""
+"""Both ranks of each pair keep windows of mixed-size eager messages in flight at once (the
+seed's credit-race pattern): the first rank sends medium messages with a small one every
+fourth; its partner answers with bursts of 8 near-eager-limit messages between runs of
+small ones. Rank r pairs with r + n/2, so with --ppn n/2 every pair crosses nodes."""
 
 import sys
 
@@ -9,9 +10,9 @@ from mpi4py import MPI
 
 comm = MPI.COMM_WORLD
 rank = comm.rank
-peer = 1 - rank
+peer = (rank + comm.size // 2) % comm.size
 count, window, small, medium, large = [int(a) for a in sys.argv[1:]] or [2000, 1024, 8, 512, 12000]
-if rank == 0:
+if rank < comm.size // 2:
     plan = [small if i % 4 == 0 else medium for i in range(count)]
     expect = [large if i % 64 < 8 else small for i in range(count)]
 else:
