@@ -36,15 +36,21 @@ def _shrink_iterations(passes, iterations: int) -> int:
 @click.option("--peer-device", default=None)
 @click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None)
 @click.option("--mca", nargs=2, multiple=True, metavar="K V")
-@click.option("--iterations", type=int, default=40, show_default=True,
+@click.option("--iterations", type=click.IntRange(min=1), default=40, show_default=True,
               help="Fragments per sending rank.")  # fmt: skip
 @click.option("--exhaustive", is_flag=True, help="Enumerate executions instead of sampling.")
-@click.option("--deviations", type=int, default=1, show_default=True,
+@click.option("--deviations", type=click.IntRange(min=0), default=1, show_default=True,
               help="Exhaustive: choice points that may leave nominal timing per execution.")  # fmt: skip
 @click.option("--labels", default=",".join(sorted(RACE_LABELS)), show_default=True,
               help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one).")  # fmt: skip
-@click.option("--max-executions", type=int, default=20_000, show_default=True)
-@click.option("--runs", type=int, default=100, show_default=True, help="Random: seeds to try.")
+@click.option("--max-executions", type=click.IntRange(min=1), default=20_000, show_default=True)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Random: seeds to try.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random: first seed.")
 @click.option("--trace", "trace_file", default=None,
               help="Write the counterexample's trace (.jsonl, .json, .png, .svg, .pdf).")  # fmt: skip
