@@ -101,6 +101,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self._retired_qpns: set[int] = set()
         self._frag_count = 0
         self._activity = None
+        self._cq_armed = False
         # eager RDMA (reference 4): rings for frequent peers, at most max_eager_rdma
         self.use_eager_rdma = settings.use_eager_rdma
         self.eager_threshold = settings.eager_rdma_threshold
@@ -212,8 +213,14 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
                 return
         ev = self.sim.event()
         self._activity = ev
-        self.cq.req_notify(self._wake)
+        if not self._cq_armed:  # one notification request at a time, as ibv_req_notify_cq
+            self._cq_armed = True
+            self.cq.req_notify(self._cq_event)
         self.sim.wait(ev)
+
+    def _cq_event(self) -> None:
+        self._cq_armed = False
+        self._wake()
 
     def _wake(self) -> None:
         ev, self._activity = self._activity, None
