@@ -148,7 +148,7 @@ class ConnectionSetup:
         frag.length = HDR_LEN + CTL_LEN
         ep.cts_sent = True
         self._post_send_frag(ep, q, frag, WrOpcode.SEND)
-        self._trace("cts_sent", ep)
+        self._trace("cts_sent", ep, wr_id=frag.trace_id, qpn=ep.qps[q].qp_num)
 
     def _connected(self, ep: Endpoint) -> None:
         ep.state = CONNECTED

@@ -247,7 +247,8 @@ class CreditFlow:
         ep.credit_msgs_sent[q] += 1
         self.credit_msgs_on[order] += 1
         self._trace("credit_msg", ep, qp=q, on_qp=order, credits=credits, cm_seen=cm_seen,
-                    rdma_credits=rdma_credits, by_rdma=by_rdma, wr_id=frag.trace_id)  # fmt: skip
+                    rdma_credits=rdma_credits, by_rdma=by_rdma, wr_id=frag.trace_id,
+                    qpn=ep.qps[order].qp_num)  # fmt: skip
         if by_rdma:
             FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
             total = frag.length + FOOTER_LEN

@@ -176,10 +176,15 @@ def _control_posts(events, peers) -> dict[int, int]:
         if t.rank is None or not peer_rank.isdigit():
             continue
         f = _fields(e)
-        conn = qps.get((t.host, host_of_rank(int(peer_rank), hosts)), [])
-        index = f.get("on_qp", 0)
         op = "RDMA_WRITE" if f.get("by_rdma") else "SEND"
-        for actor in [conn[index]] if index < len(conn) else conn:
+        if "qpn" in f:  # the event names the QP it was posted on: exact
+            candidates = [a for a in small if track_of(a, hosts).host == t.host
+                          and track_of(a, hosts).qpn == f["qpn"]]  # fmt: skip
+        else:  # older traces: the connection's QP at the message's index
+            conn = qps.get((t.host, host_of_rank(int(peer_rank), hosts)), [])
+            index = f.get("on_qp", 0)
+            candidates = [conn[index]] if index < len(conn) else conn
+        for actor in candidates:
             j = _first_free(events, small.get(actor, []), i, op, f.get("wr_id"), taken)
             if j is not None:
                 taken[j] = i
