@@ -292,6 +292,8 @@ class CreditFlow:
         for q, spec in enumerate(self.queues):
             for p in (0, 1):
                 pending = ep.no_credits_pending[q][p]
+                if not pending:
+                    continue
                 for _ in range(len(pending)):
                     tokens = remote.tokens if remote is not None else 0
                     if spec.kind == "P" and ep.sd_credits[q] <= 0 and tokens <= 0:

@@ -211,21 +211,20 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         for ep in self._eager_eps:
             if ep.eager_local.pending():
                 return
-        ev = self.sim.event()
-        self._activity = ev
+        self._activity = getcurrent()
         if not self._cq_armed:  # one notification request at a time, as ibv_req_notify_cq
             self._cq_armed = True
             self.cq.req_notify(self._cq_event)
-        self.sim.wait(ev)
+        self.sim.suspend()
 
     def _cq_event(self) -> None:
         self._cq_armed = False
         self._wake()
 
     def _wake(self) -> None:
-        ev, self._activity = self._activity, None
-        if ev is not None and not ev.triggered:
-            ev.succeed(None)
+        waiter, self._activity = self._activity, None
+        if waiter is not None:
+            self.sim.resume(waiter)
 
     # -- queue selection and buffers ------------------------------------------------------
     def _order_for(self, nbytes: int) -> int:

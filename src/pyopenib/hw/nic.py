@@ -160,7 +160,8 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
             self._pcie_to_host = end
         if nbytes <= PCIE_REQUEST_BYTES:
             end = now + xfer
-        return end - now + self._dur("nic.pcie", self.model.pcie_latency)
+        pl = self.model.pcie_latency
+        return end - now + self.sim.duration("nic.pcie", pl[0], pl[1], pl[2])
 
     def _dur(self, label: str, interval) -> int:
         return self.sim.duration(label, interval[0], interval[1], interval[2])
@@ -221,7 +222,10 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
 
     def _push_cqe(self, qp: HwQp, cq, wc: WorkCompletion, send_side: bool, extra: int = 0):
         """Write a CQE after the completion-write latency, in order per QP and side."""
-        when = self.sim.now + extra + self._dur("nic.cqe", self.model.cqe)
+        sim = self.sim
+        now = sim.now
+        c = self.model.cqe
+        when = now + extra + sim.duration("nic.cqe", c[0], c[1], c[2])
         if send_side:
             if when < qp.last_send_cqe:
                 when = qp.last_send_cqe
@@ -230,4 +234,4 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
             if when < qp.last_recv_cqe:
                 when = qp.last_recv_cqe
             qp.last_recv_cqe = when
-        self.sim.schedule(when - self.sim.now, cq.push, wc)
+        sim.schedule(when - now, cq.push, wc)

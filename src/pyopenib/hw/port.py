@@ -49,9 +49,9 @@ class TransmitPort:
             else:
                 qp.in_arbiter = False
         self._tx_busy = True
-        ser = int(pkt.wire_bytes * self._ps_per_byte)
-        self.bytes_transmitted += pkt.wire_bytes
-        self.sim.schedule(ser, self._tx_done, pkt, qp)
+        wire_bytes = pkt.wire_bytes
+        self.bytes_transmitted += wire_bytes
+        self.sim.schedule(int(wire_bytes * self._ps_per_byte), self._tx_done, pkt, qp)
 
     def _tx_done(self, pkt: Packet, qp: HwQp | None) -> None:
         if pkt.dst_lid == self.lid:
@@ -62,9 +62,12 @@ class TransmitPort:
             self.sim.schedule(0, self.receive_packet, pkt)
         else:
             self.fabric.transmit(pkt, self.lid)
-        if qp is not None and qp.rto_idle:
+        if qp is None:  # a control packet (ACK, NAK, READ response, TERMINATE)
+            self._tx_next()
+            return
+        if qp.rto_idle:
             self._rto_start(qp)
-        if qp is not None and pkt.last:
+        if pkt.last:
             tr = self.sim.tracer
             if tr is not None:
                 tr.emit("hw", "send_left", qp.actor, msn=pkt.msn)

@@ -16,14 +16,18 @@ from .qp import (
     rnr_timer_ps,
 )
 from .work import (
+    _WC_OF_WR,
     SendFlags,
     WcStatus,
     WorkCompletion,
     WrOpcode,
-    wc_opcode_of,
 )
 
 __all__ = ["Requester"]
+
+_SIGNALED = SendFlags.SIGNALED
+_SUCCESS = WcStatus.SUCCESS
+_READ = WrOpcode.RDMA_READ
 
 
 class Requester:
@@ -55,7 +59,7 @@ class Requester:
         for msg in qp.inflight:
             if msg.msn > msn:
                 break
-            if msg.wr.opcode != WrOpcode.RDMA_READ:
+            if msg.wr.opcode != _READ:
                 msg.acked = True
         self._retire(qp, 0)
 
@@ -69,11 +73,12 @@ class Requester:
             msg = inflight.popleft()
             wr = msg.wr
             qp._unsignaled_pending += 1
-            if wr.send_flags & SendFlags.SIGNALED:
+            if wr.send_flags & _SIGNALED:
                 qp.sq_outstanding -= qp._unsignaled_pending
                 qp._unsignaled_pending = 0
-                wc = WorkCompletion(wr.wr_id, WcStatus.SUCCESS, wc_opcode_of(wr.opcode), qp.qpn,
-                                    wr.length)  # fmt: skip
+                sg_list = wr.sg_list
+                wc = WorkCompletion(wr.wr_id, _SUCCESS, _WC_OF_WR[wr.opcode], qp.qpn,
+                                    sg_list[0].length if len(sg_list) == 1 else wr.length)  # fmt: skip
                 self._push_cqe(qp, qp.send_cq, wc, True, extra_delay)
         if not inflight:
             qp.rto_idle = True

@@ -38,6 +38,11 @@ from .work import (
 
 __all__ = ["Responder"]
 
+_WRITES = (WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM)
+_WRITE_IMM = WrOpcode.RDMA_WRITE_WITH_IMM
+_SUCCESS = WcStatus.SUCCESS
+_RECV = WcOpcode.RECV
+
 
 class Responder:
     def receive_packet(self, pkt: Packet) -> None:
@@ -88,7 +93,7 @@ class Responder:
                     self._no_receive(qp, pkt)
                     return
                 qp.cur_recv = wr
-            if opcode in (WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM):
+            if opcode in _WRITES:
                 mr = self.mpt.get(pkt.rkey)
                 if (
                     mr is None
@@ -104,7 +109,7 @@ class Responder:
         payload = pkt.payload
         length = pkt.msg_len
         dma = self._dma(length, False)
-        if opcode in (WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM):
+        if opcode in _WRITES:
             mr = qp.cur_write
             off = pkt.remote_addr - mr.addr
             mr.buffer[off : off + length] = np.frombuffer(payload, dtype=np.uint8)
@@ -113,8 +118,8 @@ class Responder:
         wr = qp.cur_recv
         if opcode in _CONSUMES_RECV:
             qp.cur_recv = None
-            status = WcStatus.SUCCESS
-            if opcode != WrOpcode.RDMA_WRITE_WITH_IMM:
+            status = _SUCCESS
+            if opcode != _WRITE_IMM:
                 if length > wr.length:
                     self._push_cqe(qp, qp.recv_cq, WorkCompletion(
                         wr.wr_id, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, qp.qpn, length),
@@ -123,15 +128,15 @@ class Responder:
                     return
                 if not self._scatter(wr, payload):
                     status = WcStatus.LOC_PROT_ERR
-            wc_op = (
-                WcOpcode.RECV
-                if opcode != WrOpcode.RDMA_WRITE_WITH_IMM
-                else WcOpcode.RECV_RDMA_WITH_IMM
-            )
+            wc_op = _RECV if opcode != _WRITE_IMM else WcOpcode.RECV_RDMA_WITH_IMM
             wc = WorkCompletion(wr.wr_id, status, wc_op, qp.qpn, length, pkt.imm_data, pkt.src_qpn)
             self._push_cqe(qp, qp.recv_cq, wc, False, dma)
         qp.expected_msn = msn + 1
-        self._send_ctrl(self._ctrl_packet(qp, ACK, msn))
+        ack = Packet(ACK, self.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn,
+                     self.header_bytes + ACK_PAYLOAD)  # fmt: skip
+        self._ctrl.append(ack)  # ``_send_ctrl`` inlined: one ACK per message
+        if not self._tx_busy:
+            self._tx_next()
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("hw", "recv_msg", qp.actor, msn=msn, op=WrOpcode(opcode).name, bytes=length,

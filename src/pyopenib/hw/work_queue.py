@@ -29,6 +29,9 @@ from .work import (
 
 __all__ = ["WorkQueueEngine"]
 
+_READ = WrOpcode.RDMA_READ
+_WRITES = (WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM)
+
 
 class WorkQueueEngine:
     def post_send(self, qp: HwQp, wr: SendWR) -> None:
@@ -37,8 +40,16 @@ class WorkQueueEngine:
             self._flush_send(qp, wr)
             return
         m = self.model
-        delay = self._dur("nic.doorbell", m.host_post) + self._dur("nic.pcie", m.pcie_latency)
-        self.sim.schedule(self._in_order(qp, delay), self._doorbell_send, qp, wr)
+        sim = self.sim
+        dur = sim.duration
+        hp = m.host_post
+        pl = m.pcie_latency
+        now = sim.now
+        when = now + dur("nic.doorbell", hp[0], hp[1], hp[2]) + dur("nic.pcie", pl[0], pl[1], pl[2])
+        if when < qp.last_doorbell:  # doorbells of one QP arrive in order (``_in_order``)
+            when = qp.last_doorbell
+        qp.last_doorbell = when
+        sim.schedule(when - now, self._doorbell_send, qp, wr)
 
     def post_recv(self, qp: HwQp, wr: RecvWR) -> None:
         entry = [wr, False]
@@ -102,14 +113,17 @@ class WorkQueueEngine:
         qp.engine_busy = True
         item = work.popleft()
         m = self.model
+        sim = self.sim
         if type(item) is list:  # a receive entry in a shared work queue
-            self.sim.schedule(self._dur("nic.recv_wqe", m.recv_wqe), self._recv_processed, qp, item)
+            sim.schedule(self._dur("nic.recv_wqe", m.recv_wqe), self._recv_processed, qp, item)
             return
         wr: SendWR = item
-        delay = self._dur("nic.send_wqe", m.send_wqe)
-        if wr.opcode != WrOpcode.RDMA_READ and wr.inline_data is None and wr.sg_list:
-            delay += self._dma(wr.length, True)
-        self.sim.schedule(delay, self._emit, qp, wr)
+        sw = m.send_wqe
+        delay = sim.duration("nic.send_wqe", sw[0], sw[1], sw[2])
+        sg_list = wr.sg_list
+        if wr.opcode != _READ and wr.inline_data is None and sg_list:
+            delay += self._dma(sg_list[0].length if len(sg_list) == 1 else wr.length, True)
+        sim.schedule(delay, self._emit, qp, wr)
 
     def _recv_processed(self, qp: HwQp, entry) -> None:
         entry[1] = True
@@ -124,7 +138,7 @@ class WorkQueueEngine:
             return
         opcode = wr.opcode
         payload = b""
-        if opcode != WrOpcode.RDMA_READ:
+        if opcode != _READ:
             payload = wr.inline_data if wr.inline_data is not None else self._gather(wr)
             if payload is None:
                 self._requester_error(qp, wr, WcStatus.LOC_PROT_ERR, "bad lkey or range")
@@ -134,7 +148,7 @@ class WorkQueueEngine:
         msg = _Msg(wr, msn)
         qp.inflight.append(msg)
         hdr = self.header_bytes
-        if opcode == WrOpcode.RDMA_READ:
+        if opcode == _READ:
             pkt = Packet(READ_REQ, self.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn, hdr + 16)
             pkt.psn = qp.next_psn
             qp.next_psn += 1
@@ -142,6 +156,20 @@ class WorkQueueEngine:
             pkt.remote_addr = wr.remote_addr
             pkt.rkey = wr.rkey
             msg.packets.append(pkt)
+        elif len(payload) <= qp.path_mtu:  # one packet: the common small message
+            length = len(payload)
+            pkt = Packet(DATA, self.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn,
+                         hdr + length + (16 if opcode in _WRITES else 0))  # fmt: skip
+            pkt.psn = qp.next_psn
+            qp.next_psn += 1
+            pkt.opcode = opcode
+            pkt.msg_len = length
+            pkt.remote_addr = wr.remote_addr
+            pkt.rkey = wr.rkey
+            pkt.imm_data = wr.imm_data
+            pkt.payload = payload
+            msg.packets.append(pkt)
+            qp.bytes_sent += length
         else:
             length = len(payload)
             mtu = qp.path_mtu
@@ -177,13 +205,21 @@ class WorkQueueEngine:
         if not qp.paused:
             qp.tx.extend(msg.packets)
             self._activate(qp)
-        if self.shared_wq and opcode != WrOpcode.RDMA_READ:
+        if self.shared_wq and opcode != _READ:
             qp.leaving.append(msn)
         self._engine_next(qp)
 
     def _gather(self, wr: SendWR):
-        parts = []
         mpt = self.mpt
+        sg_list = wr.sg_list
+        if len(sg_list) == 1:
+            sge = sg_list[0]
+            mr = mpt.get(sge.lkey)
+            if mr is None or not mr.contains(sge.addr, sge.length):
+                return None
+            off = sge.addr - mr.addr
+            return mr.buffer[off : off + sge.length].tobytes()
+        parts = []
         for sge in wr.sg_list:
             mr = mpt.get(sge.lkey)
             if mr is None or not mr.contains(sge.addr, sge.length):

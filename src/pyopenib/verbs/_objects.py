@@ -168,6 +168,8 @@ class CompletionQueue:
         entries = self.entries
         if not entries:
             return []
+        if len(entries) == 1 and num_entries > 0:
+            return [entries.popleft()]
         n = min(num_entries, len(entries))
         return [entries.popleft() for _ in range(n)]
 
@@ -188,6 +190,10 @@ _TRANSITIONS = {
     QpState.SQE: (QpState.RTS, QpState.RESET, QpState.ERROR),
     QpState.ERROR: (QpState.RESET, QpState.ERROR),
 }
+
+
+_INLINE = SendFlags.INLINE
+_CAN_SEND = frozenset((QpState.RTS, QpState.ERROR, QpState.SQD))
 
 
 class QueuePair:
@@ -252,11 +258,11 @@ class QueuePair:
 
     def post_send(self, wr: SendWR) -> None:
         hw = self.hw
-        if hw.state not in (QpState.RTS, QpState.ERROR, QpState.SQD):
+        if hw.state not in _CAN_SEND:
             raise VerbsError(errno.EINVAL, f"post_send on QP {hw.qpn} in state {hw.state.name}")
         if hw.sq_outstanding >= self.max_send_wr:
             raise VerbsError(errno.ENOMEM, f"post_send on QP {hw.qpn}: send queue full")
-        if wr.send_flags & SendFlags.INLINE:
+        if wr.send_flags & _INLINE:
             if wr.length > self.max_inline:
                 raise VerbsError(errno.EINVAL, f"post_send: inline {wr.length} > {self.max_inline}")
             data = self.context.nic._gather(wr)
