@@ -10,10 +10,35 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..errors import PyopenibError, register_topics
 from ..report import write_trace
+from ..sim import Tracer
 from .scenarios import SCENARIOS, run_scenario
 
 EXIT_TRANSPORT_FAILURE = 3
+EXIT_PROTOCOL_BUG = 4
+
+register_topics(
+    {
+        "scenario-invariant": "a BTL invariant broke (a protocol bug, please report it): {detail}",
+    }
+)
+
+
+def traced_run(trace_file, tracer, name, **kwargs):
+    """``run_scenario`` that still writes the trace when an invariant or the delivery check
+    fails, then reports it (exit 4): the trace is what a bug report needs."""
+    try:
+        return run_scenario(name, **kwargs)
+    except AssertionError as exc:
+        if trace_file:
+            write_trace(tracer.events, trace_file)
+        raise PyopenibError("scenario-invariant", exit_code=EXIT_PROTOCOL_BUG,
+                            detail=str(exc)) from exc  # fmt: skip
+    except PyopenibError as exc:
+        if trace_file and exc.topic == "scenario-delivery":
+            write_trace(tracer.events, trace_file)
+        raise
 
 
 def _summary(result, console: Console, title: str) -> None:
@@ -71,13 +96,15 @@ def scenario(name, device, peer_device, credits_qp, mca, seed, random_timing, tr
              nprocs, iterations):  # fmt: skip
     """Run a built-in BTL workload between simulated processes and summarise it."""
     console = Console()
-    result = run_scenario(name, device=device, peer_device=peer_device, credits_qp=credits_qp,
-                          mca_pairs=mca, seed=seed, randomize=random_timing, trace=True,
-                          nprocs=nprocs, iterations=iterations)  # fmt: skip
+    tracer = Tracer()
+    result = traced_run(trace_file, tracer, name, device=device, peer_device=peer_device,
+                        credits_qp=credits_qp, mca_pairs=mca, seed=seed,
+                        randomize=random_timing, trace=tracer, nprocs=nprocs,
+                        iterations=iterations)  # fmt: skip
     policy = credits_qp or "auto"
     _summary(result, console, f"{name} on {device} (credits_qp {policy})")
     if trace_file:
-        write_trace(result.tracer.events, trace_file)
+        write_trace(tracer.events, trace_file)
     if result.failure is not None:
         click.echo(result.failure.report, err=True)
         excerpt = race_excerpt(result)

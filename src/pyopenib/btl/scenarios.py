@@ -177,7 +177,7 @@ def run_scenario(
     mca_pairs=(),
     seed: int = 0,
     randomize: bool = False,
-    trace: bool = False,
+    trace: bool | Tracer = False,
     nprocs: int | None = None,
     iterations: int | None = None,
     window: int = 1024,
@@ -194,7 +194,8 @@ def run_scenario(
     if credits_qp is not None:
         pairs = [(k, v) for k, v in pairs if k != "btl_openib_credits_qp"]
         pairs.append(("btl_openib_credits_qp", credits_qp))
-    tracer = Tracer() if trace else None
+    # a Tracer passed in stays the caller's: it keeps the events even if the run raises
+    tracer = trace if isinstance(trace, Tracer) else (Tracer() if trace else None)
     if oracle is None:
         oracle = RandomOracle(seed) if randomize else NominalOracle()
     sim = Simulator(seed=seed, oracle=oracle, tracer=tracer)

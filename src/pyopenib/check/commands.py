@@ -3,18 +3,32 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
 
 from ..btl.scenarios import SCENARIOS, run_scenario
+from ..errors import PyopenibError
 from ..report import write_trace
-from ..sim import RandomOracle
+from ..sim import RandomOracle, Tracer
 from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
 from .scenario_runs import RACE_LABELS, scenario_runner
 
 CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
 """Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
+
+
+def _run_for_trace(trace_file, tracer, name, **kwargs) -> None:
+    """Re-run a counterexample to trace it; an invariant or delivery failure is the
+    counterexample itself, so it still leaves its events in ``tracer``."""
+    try:
+        run_scenario(name, **kwargs)
+    except AssertionError:
+        pass
+    except PyopenibError as exc:
+        if exc.topic != "scenario-delivery":
+            raise
 
 
 def _shrink_iterations(passes, iterations: int) -> int:
@@ -89,9 +103,10 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
         else:
             click.echo("  (with nominal timing: no deviation needed)")
         if trace_file:
-            r = run_scenario(name, iterations=iterations, trace=True,
-                             oracle=SelectiveScriptedOracle(ex.script, label_set), **common)  # fmt: skip
-            write_trace(r.tracer.events, trace_file)
+            tracer = Tracer()
+            _run_for_trace(trace_file, tracer, name, iterations=iterations, trace=tracer,
+                           oracle=SelectiveScriptedOracle(ex.script, label_set), **common)  # fmt: skip
+            write_trace(tracer.events, trace_file)
             click.echo(f"trace written to {trace_file}")
         sys.exit(1)
     res = explore_random(run, runs, seed)
@@ -100,20 +115,32 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
         sys.exit(0)
     bad_seed = res.counterexample.script[0]
 
+    def passes_outcome(k):
+        return scenario_runner(name, iterations=k, **common)(RandomOracle(bad_seed))
+
     def passes(k):
-        return scenario_runner(name, iterations=k, **common)(RandomOracle(bad_seed))[0]
+        return passes_outcome(k)[0]
 
     smallest = _shrink_iterations(passes, iterations)
     click.echo(f"COUNTEREXAMPLE: seed {bad_seed}: {res.counterexample.outcome}")
-    click.echo(f"minimal: fails with {smallest} fragments per rank. Replay:")
-    mca_args = " ".join(f"--mca {k} {v}" for k, v in pairs)
-    peer = f" --peer-device {peer_device}" if peer_device else ""
-    pol = f" --credits-qp {credits_qp}" if credits_qp else ""
-    click.echo(f"  pyopenib scenario {name} --device {device}{peer}{pol} {mca_args} "
-               f"--iterations {smallest} --random-timing --seed {bad_seed} --trace race.png")  # fmt: skip
+    _, shrunk_outcome = passes_outcome(smallest)
+    click.echo(
+        f"fewest fragments per rank that still fail (binary search): {smallest}: "
+        f"{shrunk_outcome}. Replay:"
+    )
+    argv = ["pyopenib", "scenario", name, "--device", device]
+    if peer_device:
+        argv += ["--peer-device", peer_device]
+    if credits_qp:
+        argv += ["--credits-qp", credits_qp]
+    for k, v in pairs:
+        argv += ["--mca", k, v]
+    argv += ["--iterations", str(smallest), "--random-timing", "--seed", str(bad_seed)]
+    click.echo("  " + shlex.join([*argv, "--trace", "race.png"]))
     if trace_file:
-        r = run_scenario(name, iterations=smallest, trace=True, oracle=RandomOracle(bad_seed),
-                         **common)  # fmt: skip
-        write_trace(r.tracer.events, trace_file)
+        tracer = Tracer()
+        _run_for_trace(trace_file, tracer, name, iterations=smallest, trace=tracer,
+                       oracle=RandomOracle(bad_seed), **common)  # fmt: skip
+        write_trace(tracer.events, trace_file)
         click.echo(f"trace written to {trace_file}")
     sys.exit(1)

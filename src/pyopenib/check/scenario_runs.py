@@ -28,7 +28,9 @@ def scenario_runner(name: str, **kwargs):
             raise
         if r.failure is not None:
             detail = r.failure.report.splitlines()
-            line = next((x.strip() for x in detail if x.strip().startswith("Detail:")), "")
+            line = next(
+                (" ".join(x.split()) for x in detail if x.strip().startswith("Detail:")), ""
+            )
             return (
                 False,
                 f"{r.failure.status} on QP {r.failure.qp_index} at "
