@@ -8,8 +8,7 @@ import sys
 
 import click
 
-from ..btl.scenarios import SCENARIOS, run_scenario
-from ..errors import PyopenibError
+from ..btl.scenarios import SCENARIOS
 from ..report import write_trace
 from ..sim import RandomOracle, Tracer
 from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
@@ -17,18 +16,6 @@ from .scenario_runs import RACE_LABELS, scenario_runner
 
 CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
 """Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
-
-
-def _run_for_trace(trace_file, tracer, name, **kwargs) -> None:
-    """Re-run a counterexample to trace it; an invariant or delivery failure is the
-    counterexample itself, so it still leaves its events in ``tracer``."""
-    try:
-        run_scenario(name, **kwargs)
-    except AssertionError:
-        pass
-    except PyopenibError as exc:
-        if exc.topic != "scenario-delivery":
-            raise
 
 
 def _shrink_iterations(passes, iterations: int) -> int:
@@ -104,8 +91,10 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
             click.echo("  (with nominal timing: no deviation needed)")
         if trace_file:
             tracer = Tracer()
-            _run_for_trace(trace_file, tracer, name, iterations=iterations, trace=tracer,
-                           oracle=SelectiveScriptedOracle(ex.script, label_set), **common)  # fmt: skip
+            # the runner turns a broken invariant into an outcome; the tracer keeps the events
+            scenario_runner(name, iterations=iterations, trace=tracer, **common)(
+                SelectiveScriptedOracle(ex.script, label_set)
+            )
             write_trace(tracer.events, trace_file)
             click.echo(f"trace written to {trace_file}")
         sys.exit(1)
@@ -139,8 +128,7 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
     click.echo("  " + shlex.join([*argv, "--trace", "race.png"]))
     if trace_file:
         tracer = Tracer()
-        _run_for_trace(trace_file, tracer, name, iterations=smallest, trace=tracer,
-                       oracle=RandomOracle(bad_seed), **common)  # fmt: skip
+        scenario_runner(name, iterations=smallest, trace=tracer, **common)(RandomOracle(bad_seed))
         write_trace(tracer.events, trace_file)
         click.echo(f"trace written to {trace_file}")
     sys.exit(1)
