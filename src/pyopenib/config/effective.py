@@ -182,55 +182,37 @@ def effective_settings(
             value=rq_string,
         )
 
-    # mtu
+    def layered(setting, mca_name, mca_wins, mca_value, ini_key, convert, default,
+                ini_note="", default_note=""):  # fmt: skip
+        """Open MPI's precedence for a device setting: an MCA value that applies, else
+        the device's INI value (``[default]`` included), else the built-in default."""
+        if mca_wins:
+            origins[setting] = _mca_origin(ctx, mca_name)
+            return mca_value
+        ini = getattr(device, ini_key)
+        if ini is not None:
+            origins[setting] = _ini_origin(device, ini_key, ini) + ini_note
+            return convert(ini.value)
+        origins[setting] = BUILT_IN + default_note
+        return default
+
     mtu_code = ctx.get("btl_openib_mtu")
-    if isinstance(mtu_code, int) and mtu_code > 0:
-        mtu = 128 << mtu_code
-        origins["mtu"] = _mca_origin(ctx, "btl_openib_mtu")
-    elif device.mtu is not None:
-        mtu = device.mtu.value
-        origins["mtu"] = _ini_origin(device, "mtu", device.mtu)
-    else:
-        mtu = 1024
-        origins["mtu"] = BUILT_IN
-
-    # use_eager_rdma
-    use_eager_rdma_mca = ctx.get("btl_openib_use_eager_rdma")
-    if use_eager_rdma_mca >= 0:
-        use_eager_rdma = use_eager_rdma_mca > 0
-        origins["use_eager_rdma"] = _mca_origin(ctx, "btl_openib_use_eager_rdma")
-    elif device.use_eager_rdma is not None:
-        use_eager_rdma = bool(device.use_eager_rdma.value)
-        origins["use_eager_rdma"] = _ini_origin(device, "use_eager_rdma", device.use_eager_rdma)
-    else:
-        use_eager_rdma = False
-        origins["use_eager_rdma"] = BUILT_IN
-
-    # max_inline_data
-    if not ctx.is_default("btl_openib_max_inline_data"):
-        max_inline_data = ctx.get("btl_openib_max_inline_data")
-        origins["max_inline_data"] = _mca_origin(ctx, "btl_openib_max_inline_data")
-    elif device.max_inline_data is not None:
-        max_inline_data = device.max_inline_data.value
-        origins["max_inline_data"] = _ini_origin(device, "max_inline_data", device.max_inline_data)
-    else:
-        max_inline_data = 0
-        origins["max_inline_data"] = BUILT_IN
-
-    # credits policy
+    mtu_set = isinstance(mtu_code, int) and mtu_code > 0
+    mtu = layered("mtu", "btl_openib_mtu", mtu_set, 128 << mtu_code if mtu_set else 0, "mtu",
+                  int, 1024)  # fmt: skip
+    eager_mca = ctx.get("btl_openib_use_eager_rdma")
+    use_eager_rdma = layered("use_eager_rdma", "btl_openib_use_eager_rdma", eager_mca >= 0,
+                             eager_mca > 0, "use_eager_rdma", bool, False)  # fmt: skip
+    max_inline_data = layered(
+        "max_inline_data", "btl_openib_max_inline_data",
+        not ctx.is_default("btl_openib_max_inline_data"),
+        ctx.get("btl_openib_max_inline_data"), "max_inline_data", int, 0,
+    )  # fmt: skip
     requested = ctx.get("btl_openib_credits_qp")
-    if requested != "auto":
-        policy = requested
-        origins["credits_policy"] = _mca_origin(ctx, "btl_openib_credits_qp")
-    elif device.credits_on_own_qp is not None:
-        policy = "own" if device.credits_on_own_qp.value else "smallest"
-        origins["credits_policy"] = (
-            _ini_origin(device, "credits_on_own_qp", device.credits_on_own_qp)
-            + " (btl_openib_credits_qp = auto)"
-        )
-    else:
-        policy = "smallest"
-        origins["credits_policy"] = f"{BUILT_IN} (auto and no INI credits_on_own_qp)"
+    policy = layered("credits_policy", "btl_openib_credits_qp", requested != "auto", requested,
+                     "credits_on_own_qp", lambda own: "own" if own else "smallest", "smallest",
+                     " (btl_openib_credits_qp = auto)",
+                     " (auto and no INI credits_on_own_qp)")  # fmt: skip
     origins["credits_qp"] = "first P queue of receive_queues (last queue if none)"
 
     ignore = device.ignore_device is not None and bool(device.ignore_device.value)
