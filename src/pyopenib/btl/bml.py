@@ -41,6 +41,8 @@ class Bml:
         self.route = routes
         """``route[peer]``: the BTL that reaches ``peer`` (r2's per-peer BTL array)."""
         self._send = [b.send for b in routes]
+        # the sm BTL has no send-immediate path here: its sends never wait anyway
+        self._sendi = [openib.sendi if b is openib else _refuse for b in routes]
         self._put = [b.put for b in routes]
         self._get = [b.get for b in routes]
 
@@ -55,6 +57,9 @@ class Bml:
 
     def send(self, peer: int, tag: int, payload, on_complete=None, high_priority=False) -> None:
         self._send[peer](peer, tag, payload, on_complete, high_priority)
+
+    def sendi(self, peer: int, tag: int, payload, high_priority=False) -> bool:
+        return self._sendi[peer](peer, tag, payload, high_priority)
 
     def register_memory(self, buffer: np.ndarray):
         """Register with every BTL in use under ONE key: openib's (address and rkey),
@@ -91,3 +96,7 @@ class Bml:
                 return
             self.sm.req_notify(self.openib._wake)
         self.openib.wait_for_activity()
+
+
+def _refuse(peer, tag, payload, high_priority) -> bool:
+    return False

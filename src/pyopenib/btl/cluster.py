@@ -44,6 +44,11 @@ register_topics(
             "ranks {a} ({da}) and {b} ({db}) share node{host:03d} but name different "
             "devices; a node has one NIC, so its ranks must name the same device"
         ),
+        "btl-inline-too-big": (
+            "btl_openib_max_inline_data = {value} ({source}): device {device} can send at "
+            "most {limit} bytes inline (ibv_create_qp would fail with EINVAL); use -1 to "
+            "take the device's limit"
+        ),
         "btl-mixed-transport": (
             "ranks {a} ({da}, {ta}) and {b} ({db}, {tb}) have conflicting transport types; "
             "openib cannot connect InfiniBand and iWARP ports"
@@ -100,6 +105,10 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
             )
         if not m.srq and any(q.kind == "S" for q in s.receive_queues):
             raise PyopenibError("btl-no-srq", queues=s.receive_queues_string, device=m.id)
+        if s.max_inline_data > m.max_inline:
+            raise PyopenibError("btl-inline-too-big", value=s.max_inline_data,
+                                source=s.origins.get("max_inline_data", "?"), device=m.id,
+                                limit=m.max_inline)  # fmt: skip
         if i and m.transport != models[0].transport:
             raise PyopenibError("btl-mixed-transport", a=0, da=models[0].id,
                                 ta=models[0].transport, b=i * ppn, db=m.id, tb=m.transport)  # fmt: skip

@@ -54,7 +54,8 @@ class ConnectionSetup:
     def _create_qps(self, ep: Endpoint, peer_policy: str | None) -> list[int]:
         for q in range(len(self.queues)):
             recv, send = self._qp_depths(q, peer_policy)
-            qp = self.pd.create_qp(self.cq, self.cq, send, max(recv, 1), 0, self.srqs[q])
+            qp = self.pd.create_qp(self.cq, self.cq, send, max(recv, 1), self.inline_max,
+                                   self.srqs[q])  # fmt: skip
             qp.modify(QpState.INIT)
             ep.qps[q] = qp
             self._ep_by_qpn[qp.qp_num] = (ep, q)

@@ -20,12 +20,18 @@ from .frag import (
     CTL_LEN,
     HDR_LEN,
     HEADER,
+    QP_TX_BATCH_COUNT,
     RECV,
     TAG_IB,
     Frag,
 )
 
 __all__ = ["CreditFlow"]
+
+_SEND = WrOpcode.SEND
+_INLINE = SendFlags.INLINE
+_SIGNALED = SendFlags.SIGNALED
+_SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
 
 
 class CreditFlow:
@@ -93,7 +99,27 @@ class CreditFlow:
             return False
         return True
 
-    def _post_data(self, ep: Endpoint, frag: Frag) -> None:
+    def _send_flags(self, ep: Endpoint, q: int, frame: int, sendi: bool) -> int:
+        """IBV_SEND_INLINE when the frame fits ``max_inline_data``; IBV_SEND_SIGNALED
+        always for ``send``, and for ``sendi`` when Open MPI's ``qp_need_signal`` says so:
+        no WQE left (the last one must come back), a frame too big for inline, no SRQ
+        credit left, or every QP_TX_BATCH_COUNT-th send."""
+        inline = frame <= self.inline_max
+        if sendi:
+            if (
+                ep.sd_wqe[q] <= 0
+                or not inline
+                or (self.queues[q].kind == "S" and self.srq_sd_credits[q] <= 0)
+            ):
+                ep.wqe_count[q] = QP_TX_BATCH_COUNT
+            else:
+                ep.wqe_count[q] -= 1
+                if ep.wqe_count[q] > 0:
+                    return _INLINE
+                ep.wqe_count[q] = QP_TX_BATCH_COUNT
+        return _SIGNALED_INLINE if inline else _SIGNALED
+
+    def _post_data(self, ep: Endpoint, frag: Frag, sendi: bool = False) -> None:
         """Fill the header (piggybacked credits, cm_seen) and post the SEND (2.4 step 5).
         Eager-RDMA credits take the header when any are owed; else the PP credits of q."""
         q = frag.qp
@@ -110,7 +136,7 @@ class CreditFlow:
         HEADER.pack_into(frag.buf, 0, frag.tag, cm_seen, credits)
         self.frags_sent[q] += 1
         self.bytes_sent[q] += frag.length
-        self._post_send_frag(ep, q, frag, WrOpcode.SEND)
+        self._post_frag(ep, q, frag, frag.length, sendi, _SEND)
 
     def _take_cm_seen(self, ep: Endpoint, q: int) -> int:
         c = ep.cm_return[q]
@@ -254,8 +280,9 @@ class CreditFlow:
             total = frag.length + FOOTER_LEN
             frag.order = order
             frag.ep = ep
+            flags = _SIGNALED_INLINE if total <= self.inline_max else _SIGNALED
             wr = SendWR(frag, WrOpcode.RDMA_WRITE, (Sge(frag.mr.addr, total, frag.mr.lkey),),
-                        SendFlags.SIGNALED, remote_addr=remote.next_slot_addr(total),
+                        flags, remote_addr=remote.next_slot_addr(total),
                         rkey=remote.rkey)  # fmt: skip
             ep.qps[order].post_send(wr)
         else:
@@ -283,7 +310,7 @@ class CreditFlow:
             rdma = ep.pending_rdma
             while rdma and ep.sd_wqe[q] > 0:
                 ep.sd_wqe[q] -= 1
-                ep.qps[q].post_send(rdma.popleft())
+                self._post_rdma(ep, q, rdma.popleft())
 
     def _progress_no_credits_pending(self, ep: Endpoint) -> None:
         """2.5: retry each waiting fragment once while a PP credit or an eager-RDMA token

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..verbs import SendFlags, SendWR, Sge, WrOpcode
+from ..verbs import WrOpcode
 from .eager_rdma import (
     CONNECT_BODY,
     FOOTER,
@@ -28,6 +28,8 @@ from .frag import (
 
 __all__ = ["EagerRdmaChannels"]
 
+_RDMA_WRITE = WrOpcode.RDMA_WRITE
+
 
 class EagerRdmaChannels:
     """Eager-RDMA channels of one module (rings in ``eager_rdma``)."""
@@ -42,7 +44,7 @@ class EagerRdmaChannels:
         local.credits -= c
         return c | RDMA_CREDITS_FLAG
 
-    def _post_eager(self, ep: Endpoint, frag: Frag) -> None:
+    def _post_eager(self, ep: Endpoint, frag: Frag, sendi: bool = False) -> None:
         """Write the fragment into the peer's eager-RDMA ring (2.4 step 3): the header
         carries eager-RDMA credits (never PP credits) and the QP index in bits 11-14."""
         q = frag.qp
@@ -52,14 +54,11 @@ class EagerRdmaChannels:
         FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
         total = frag.length + FOOTER_LEN
         remote = ep.eager_remote
-        wr = SendWR(frag, WrOpcode.RDMA_WRITE, (Sge(frag.mr.addr, total, frag.mr.lkey),),
-                    SendFlags.SIGNALED, remote_addr=remote.next_slot_addr(total),
-                    rkey=remote.rkey)  # fmt: skip
-        frag.order = q
         ep.eager_frags_sent += 1
         self.frags_sent[q] += 1
         self.bytes_sent[q] += total
-        ep.qps[q].post_send(wr)
+        self._post_frag(ep, q, frag, total, sendi, _RDMA_WRITE,
+                        remote.next_slot_addr(total), remote.rkey)  # fmt: skip
 
     def _count_for_eager_rdma(self, ep: Endpoint) -> None:
         """Open an eager-RDMA ring for a peer after eager_rdma_threshold small fragments

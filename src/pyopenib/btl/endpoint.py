@@ -9,12 +9,17 @@ Field names are Open MPI's (``mca_btl_openib_endpoint_qp_t`` / ``..._pp_qp_t``):
 * ``cm_return[q]``   re-posted credit-message buffers to report back (as ``cm_seen``)
 * ``cm_sent[q]``     my credit messages for q the peer has not acknowledged yet
 * ``sd_wqe[q]``      free send work-queue entries on q
+* ``sd_wqe_inflight[q]`` unsignaled sends (``sendi``) posted since the last signaled one:
+  their WQEs come back with the next send completion on q
+* ``wqe_count[q]``   unsignaled sends left before ``sendi`` signals again (QP_TX_BATCH_COUNT)
 * ``credit_lock[q]`` a credit message for q is being built or is in flight
 """
 
 from __future__ import annotations
 
 from collections import deque
+
+from .frag import QP_TX_BATCH_COUNT, UnsignaledSend
 
 __all__ = ["Endpoint", "CLOSED", "CONNECTING", "CONNECTED", "FAILED"]
 
@@ -44,6 +49,10 @@ class Endpoint:
         self.cm_return = [-q.rd_rsv for q in queues]
         self.cm_sent = [0] * n
         self.sd_wqe = [q.rd_num if q.kind == "P" else q.sd_max for q in queues]
+        self.sd_wqe_inflight = [0] * n
+        self.srq_credits_inflight = [0] * n  # SRQ credits the unsignaled sends took
+        self.wqe_count = [QP_TX_BATCH_COUNT] * n
+        self.unsignaled_ids = [UnsignaledSend(self, q) for q in range(n)]
         self.credit_lock = [False] * n
         self.credit_frag: list = [None] * n
         self.pending_lazy: deque = deque()

@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-__all__ = ["Frag", "HEADER", "TAG_IB", "CTL_CREDITS", "CTL_CTS", "CREDIT_BODY"]
+__all__ = ["Frag", "HEADER", "TAG_IB", "CTL_CREDITS", "CTL_CTS", "CREDIT_BODY", "UnsignaledSend"]
 
 HEADER = struct.Struct("<BBH")
 CREDIT_BODY = struct.Struct("<BBH")
@@ -30,6 +30,10 @@ CREDIT = 2
 CTS = 3
 RDMA = 4
 
+QP_TX_BATCH_COUNT = 64
+"""``sendi`` asks for a completion once per this many sends on a QP (Open MPI's
+``QP_TX_BATCH_COUNT``), or at once when WQEs, SRQ credits or the inline limit run out."""
+
 
 class Frag:
     """A registered buffer and what it is being used for (Open MPI's frag descriptors).
@@ -40,7 +44,8 @@ class Frag:
     """
 
     __slots__ = ("kind", "buf", "mr", "qp", "order", "ep", "length", "tag", "on_complete",
-                 "high", "credit_qp", "payload_len", "trace_id", "eager")  # fmt: skip
+                 "high", "credit_qp", "payload_len", "trace_id", "eager", "unsignaled",
+                 "unsignaled_srq")  # fmt: skip
 
     def __init__(self, kind: int, buf: np.ndarray, mr, qp: int, trace_id: int = -1):
         self.trace_id = trace_id
@@ -57,3 +62,19 @@ class Frag:
         self.high = False
         self.credit_qp = qp
         self.payload_len = 0
+        self.unsignaled = 0  # unsignaled WQEs before this signaled one (returned with it)
+        self.unsignaled_srq = 0  # ... and the SRQ credits they took
+
+
+class UnsignaledSend:
+    """The ``wr_id`` of a send posted without a completion (``sendi``). Its frag went
+    back to the free list when it was posted (the bytes travel inline in the WQE), so
+    the work request names only the endpoint and QP: an error or flush completion, which
+    every WR gets, must not touch a frag that is already someone else's."""
+
+    __slots__ = ("ep", "qp", "trace_id")
+
+    def __init__(self, ep, qp: int):
+        self.ep = ep
+        self.qp = qp
+        self.trace_id = -1

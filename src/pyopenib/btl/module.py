@@ -55,6 +55,8 @@ _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 
 
 _RKEY_BITS = 24
+_SIGNALED = SendFlags.SIGNALED
+_SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
 
 
 class RegisteredMemory:
@@ -135,6 +137,10 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         if tr is not None:  # lets trace readers put this rank's endpoints on its host
             tr.emit("btl", "placement", f"rank{rank}", host=hostname)
         self.host_poll = context.model.host_poll
+        # IBV_SEND_INLINE for every frame up to max_inline_data (-1: the device's limit,
+        # which Open MPI finds by probing); QPs are created with that inline size
+        inline = settings.max_inline_data
+        self.inline_max = context.model.max_inline if inline < 0 else inline
         # statistics
         self.frags_sent = [0] * len(self.queues)
         self.bytes_sent = [0] * len(self.queues)
@@ -171,6 +177,48 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         if self._queue_behind_pending(ep, frag):
             return
         self._start_send(ep, frag)
+
+    def sendi(self, peer: int, tag: int, payload, high_priority: bool = False) -> bool:
+        """Open MPI's ``btl_sendi``: send at once, or refuse (False) without queuing
+        anything when the endpoint is not connected, fragments wait on this queue, or a
+        WQE or credit is missing; the caller then uses ``send``. Most ``sendi`` sends ask
+        for no completion (``_send_flags``): their frag is free again on return."""
+        if self._fatal is not None:
+            raise self._fatal
+        ep = self.endpoints.get(peer)
+        if ep is None or ep.state != CONNECTED:
+            return False
+        n = len(payload)
+        q = self._order_for(n)
+        p = 0 if high_priority else 1
+        pp = self.queues[q].kind == "P"
+        if (ep.no_wqe_pending[q][p] or ep.sd_wqe[q] <= 0
+                or (ep.no_credits_pending[q][p] if pp else self.srq_pending[q][p])):  # fmt: skip
+            return False
+        remote = ep.eager_remote
+        rdma = high_priority and remote is not None and remote.tokens > 0 and n <= self.eager_limit
+        if not rdma and (ep.sd_credits[q] <= 0 if pp else self.srq_sd_credits[q] <= 0):
+            return False
+        frag = self._get_frag(q, SEND)
+        frag.tag = tag
+        frag.payload_len = n
+        frag.length = HDR_LEN + n
+        frag.on_complete = None
+        frag.high = high_priority
+        frag.ep = ep
+        if n:
+            memoryview(frag.buf)[HDR_LEN : HDR_LEN + n] = payload
+        ep.sd_wqe[q] -= 1
+        if rdma:
+            remote.tokens -= 1
+            self._post_eager(ep, frag, True)
+        else:
+            if pp:
+                ep.sd_credits[q] -= 1
+            else:
+                self.srq_sd_credits[q] -= 1
+            self._post_data(ep, frag, True)
+        return True
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
         return RegisteredMemory(self.pd.reg_mr(buffer, _ACCESS_ALL))
@@ -268,11 +316,35 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
     # -- sending (the credit checks are in ``credits``) ------------------------------------
 
     def _post_send_frag(self, ep: Endpoint, order: int, frag: Frag, opcode) -> None:
+        """Post a control message (CTS, credits): signaled, inline when it fits."""
         frag.order = order
         frag.ep = ep
-        wr = SendWR(frag, opcode, (Sge(frag.mr.addr, frag.length, frag.mr.lkey),),
-                    SendFlags.SIGNALED)  # fmt: skip
+        flags = _SIGNALED_INLINE if frag.length <= self.inline_max else _SIGNALED
+        wr = SendWR(frag, opcode, (Sge(frag.mr.addr, frag.length, frag.mr.lkey),), flags)
         ep.qps[order].post_send(wr)
+
+    def _post_frag(self, ep: Endpoint, q: int, frag: Frag, frame: int, sendi: bool, opcode,
+                   remote_addr: int = 0, rkey: int = 0) -> None:  # fmt: skip
+        """Post a data fragment of ``frame`` bytes on q (2.4 step 6). A signaled send takes
+        the unsignaled WQEs before it along (their WQEs return with its completion); an
+        unsignaled one is inline, so its frag is free again at once."""
+        frag.order = q
+        flags = self._send_flags(ep, q, frame, sendi)
+        wr_id = frag
+        if flags & _SIGNALED:
+            frag.unsignaled = ep.sd_wqe_inflight[q]
+            frag.unsignaled_srq = ep.srq_credits_inflight[q]
+            ep.sd_wqe_inflight[q] = ep.srq_credits_inflight[q] = 0
+        else:
+            ep.sd_wqe_inflight[q] += 1
+            if not frag.eager and self.queues[q].kind == "S":
+                ep.srq_credits_inflight[q] += 1
+            wr_id = ep.unsignaled_ids[q]
+        sge = (Sge(frag.mr.addr, frame, frag.mr.lkey),)
+        ep.qps[q].post_send(SendWR(wr_id, opcode, sge, flags, remote_addr=remote_addr,
+                                   rkey=rkey))  # fmt: skip
+        if wr_id is not frag:
+            self._return_frag(frag)
 
     def _rdma(self, opcode, peer, local, local_offset, remote_key, remote_offset, length, cb):
         self._raise_if_failed()
@@ -292,6 +364,14 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             ep.pending_rdma.append(wr)
             return
         ep.sd_wqe[q] -= 1
+        self._post_rdma(ep, q, wr)
+
+    def _post_rdma(self, ep: Endpoint, q: int, wr) -> None:
+        """Post a put/get (signaled: it takes the unsignaled WQEs before it along)."""
+        frag = wr.wr_id
+        frag.unsignaled = ep.sd_wqe_inflight[q]
+        frag.unsignaled_srq = ep.srq_credits_inflight[q]
+        ep.sd_wqe_inflight[q] = ep.srq_credits_inflight[q] = 0
         ep.qps[q].post_send(wr)
 
     # -- receive buffers ------------------------------------------------------------------
@@ -318,12 +398,13 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         kind = frag.kind
         if kind == SEND:
             q = frag.qp
-            ep.sd_wqe[q] += 1
+            ep.sd_wqe[q] += 1 + frag.unsignaled
+            srq_credits = frag.unsignaled_srq + (not frag.eager)
+            frag.unsignaled = frag.unsignaled_srq = 0
             cb = frag.on_complete
-            eager = frag.eager
             self._return_frag(frag)
-            if self.queues[q].kind == "S" and not eager:
-                self.srq_sd_credits[q] += 1
+            if self.queues[q].kind == "S":
+                self.srq_sd_credits[q] += srq_credits
                 self._progress_srq_pending(q)
             self._progress_wqe_pending(ep, q)
             if cb is not None:
@@ -334,7 +415,10 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             self._return_frag(frag)
         elif kind == RDMA:
             q = frag.qp
-            ep.sd_wqe[q] += 1
+            ep.sd_wqe[q] += 1 + frag.unsignaled
+            if frag.unsignaled_srq:
+                self.srq_sd_credits[q] += frag.unsignaled_srq
+                self._progress_srq_pending(q)
             self._progress_wqe_pending(ep, q)
             frag.on_complete()
 

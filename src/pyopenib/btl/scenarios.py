@@ -133,8 +133,13 @@ def _drive(btl, state, plan, expect_recv, window, checker):
             buf = bytearray(size)
             checker.stamp(buf, btl.rank, cls, seqs[(peer, cls)])
             seqs[(peer, cls)] += 1
-            # as ob1: eager-sized fragments are high priority, pipelined ones are not
-            btl.send(peer, _TAG, buf, done, size <= btl.eager_limit)
+            # as ob1: eager-sized fragments are high priority and try the send-immediate
+            # path first (complete at once when it takes them); pipelined ones are not
+            eager = size <= btl.eager_limit
+            if eager and btl.sendi(peer, _TAG, buf, True):
+                done()
+            else:
+                btl.send(peer, _TAG, buf, done, eager)
             issued += 1
         if btl.progress() == 0:
             btl.wait_for_activity()
@@ -219,7 +224,8 @@ def run_scenario(
                     buf = bytearray(size)
                     checker.stamp(buf, btl.rank, 0, seq)
                     seq += 1
-                    btl.send(peer, _TAG, buf, None, True)
+                    if not btl.sendi(peer, _TAG, buf, True):
+                        btl.send(peer, _TAG, buf, None, True)
                 else:
                     target = state["recv"] + 1
                     while state["recv"] < target:

@@ -10,6 +10,10 @@ one sent later (they travel on different QPs), so every matching header carries 
 sequence number and a fragment that arrives early waits in ``_cant_match`` until its
 predecessors were matched — ob1's ``frags_cant_match``.
 
+Send-immediate: an eager MATCH fragment first tries the BTL's ``sendi`` (ob1's
+``send_inline`` / ``send_request_start_copy``), which sends at once or refuses; only a
+refusal takes the regular ``send``, which may queue.
+
 Priority: every PML message (MATCH, RNDV, ACK, FIN) goes to the BTL as high priority,
 as ob1 flags them ``MCA_BTL_DES_FLAGS_PRIORITY``; that is what lets the openib BTL carry
 them on an eager-RDMA ring once a peer is frequent enough. The bulk of a rendezvous
@@ -78,6 +82,7 @@ class Pml:
         self._live: dict[int, PmlRequest] = {}
         self._self_queue: deque = deque()
         self._btl_send = btl.send
+        self._btl_sendi = getattr(btl, "sendi", None) or _no_sendi
         self._btl_progress = btl.progress
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
@@ -124,7 +129,7 @@ class Pml:
             msg = b"".join((_pack_match(MATCH, ctx, source, tag, seq), data))
             if to_self:
                 self._self_queue.append(msg)
-            else:
+            elif not self._btl_sendi(peer, BTL_TAG_PML, msg, True):
                 self._btl_send(peer, BTL_TAG_PML, msg, None, True)
             return EAGER_SENT
         if type(data) is not np.ndarray:
@@ -329,6 +334,10 @@ class Pml:
         if req.buffer is not None and target is not req.buffer:
             req.buffer[:] = target[: len(req.buffer)]
         self._done(req)
+
+
+def _no_sendi(peer, tag, payload, high_priority) -> bool:
+    return False  # a BTL without a send-immediate path: always the descriptor path
 
 
 def _fill_eager(req: RecvRequest, source: int, tag: int, payload) -> None:

@@ -1,0 +1,189 @@
+"""The send-immediate path (Open MPI's ``btl_sendi`` with ``qp_need_signal``) and inline
+sends (IBV_SEND_INLINE up to ``btl_openib_max_inline_data``), on the BTL testbed: rank 0
+sends while the test holds rank 1 still or lets it progress."""
+
+import pytest
+from btl_testbed import TAG, Job
+
+from pyopenib.btl import build_job_btls
+from pyopenib.btl.frag import QP_TX_BATCH_COUNT, Frag
+from pyopenib.btl.scenarios import run_scenario
+from pyopenib.errors import PyopenibError
+from pyopenib.sim import Simulator
+from pyopenib.verbs import SendFlags, WcOpcode
+
+BIG_QUEUES = "P,128,256,192,128:P,4096,256,192,128"
+"""256 buffers per queue: credits never limit a batch of 64 sends."""
+
+
+def small(i: int, size: int = 16) -> bytes:
+    return i.to_bytes(4, "little") + bytes(size - 4)
+
+
+def send_completions(btl) -> list:
+    """Record the send completions the BTL's CQ receives from now on."""
+    seen = []
+    push = btl.cq.push
+
+    def spy(wc):
+        if wc.opcode != WcOpcode.RECV:
+            seen.append(wc)
+        push(wc)
+
+    btl.cq.push = spy
+    return seen
+
+
+def posted_flags(job: Job, rank: int, peer: int, q: int) -> list[int]:
+    """Record the send flags of every WR rank posts on its QP q to peer."""
+    flags = []
+    qp = job.ep(rank, peer).qps[q]
+    post = qp.post_send
+
+    def spy(wr):
+        flags.append(wr.send_flags)
+        post(wr)
+
+    qp.post_send = spy
+    return flags
+
+
+def connected(**kw) -> Job:
+    job = Job(**kw)
+    job.connect(0, 1)
+    return job
+
+
+def test_sendi_refuses_before_the_connection_exists_and_leaves_no_trace():
+    job = Job(queues=BIG_QUEUES)
+    assert not job.btls[0].sendi(1, TAG, small(0), True)
+    assert job.btls[0].endpoints == {}  # no endpoint made, no connection started
+    job.send(0, 1, small(1), high=True)  # the regular send connects and delivers
+    job.settle()
+    assert job.btls[0].sendi(1, TAG, small(2), True)
+    job.settle()
+    assert [d[:4] for d in job.payloads(1)] == [small(1)[:4], small(2)[:4]]
+
+
+def test_sendi_asks_for_one_completion_per_qp_tx_batch_count_sends():
+    job = connected(queues=BIG_QUEUES)
+    completions = send_completions(job.btls[0])
+    n = 2 * QP_TX_BATCH_COUNT
+    for i in range(n):
+        assert job.btls[0].sendi(1, TAG, small(i), True)
+    job.settle()
+    assert len(job.payloads(1)) == n
+    assert len(completions) == n // QP_TX_BATCH_COUNT
+    # each signaled completion gave back its own WQE and the unsignaled ones before it
+    assert job.ep(0, 1).sd_wqe[0] == 256 and job.ep(0, 1).sd_wqe_inflight[0] == 0
+    job.check_all()
+
+
+def test_a_frame_too_big_for_inline_is_always_signaled():
+    job = connected(queues=BIG_QUEUES)  # Chelsio T3: 64 bytes inline
+    inline_max = job.btls[0].inline_max
+    completions = send_completions(job.btls[0])
+    flags = posted_flags(job, 0, 1, 0)
+    for i in range(5):
+        assert job.btls[0].sendi(1, TAG, small(i, inline_max), True)  # + 4-byte header
+    job.settle()
+    assert len(completions) == 5
+    assert all(f & SendFlags.SIGNALED and not f & SendFlags.INLINE for f in flags)
+
+
+def test_the_last_free_wqe_is_always_signaled():
+    job = connected()  # 8 buffers, 8 WQEs on each queue
+    completions = send_completions(job.btls[0])
+    for i in range(8):  # rank 1 does not poll: credits and WQEs run out together
+        assert job.btls[0].sendi(1, TAG, small(i), True)
+    assert job.ep(0, 1).sd_wqe[0] == 0
+    assert not job.btls[0].sendi(1, TAG, small(8), True)  # no WQE: refused, not queued
+    assert not any(job.ep(0, 1).no_wqe_pending[0])
+    job.settle()
+    assert len(completions) == 1  # the eighth, which took the last WQE
+    assert job.ep(0, 1).sd_wqe[0] == 8
+
+
+def test_sendi_refuses_without_a_credit_and_takes_nothing():
+    job = connected()
+    ep = job.ep(0, 1)
+    for i in range(8):
+        job.send(0, 1, small(i))  # rank 1 never polls: the 8 credits are gone
+    job.sim.run()
+    before = (list(ep.sd_wqe), list(ep.sd_credits))
+    assert not job.btls[0].sendi(1, TAG, small(9), True)
+    assert (list(ep.sd_wqe), list(ep.sd_credits)) == before
+
+
+def test_sendi_refuses_while_fragments_wait_so_they_keep_their_order():
+    job = connected()
+    for i in range(9):  # the ninth waits for a WQE (8 on the queue)
+        job.send(0, 1, small(i), high=True)
+    assert len(job.ep(0, 1).no_wqe_pending[0][0]) == 1
+    assert not job.btls[0].sendi(1, TAG, small(9), True)
+    job.send(0, 1, small(9), high=True)  # the descriptor path queues it behind
+    job.settle()
+    assert [int.from_bytes(d[:4], "little") for d in job.payloads(1)] == list(range(10))
+
+
+def test_unsignaled_sends_return_their_srq_credits_with_the_next_completion():
+    job = Job(device="mellanox-hermon", queues="P,64,8,6,4,4:S,4096,256,128,64",
+              mca=[("btl_openib_enable_srq_resize", "0")])  # fmt: skip
+    job.connect(0, 1)
+    a = job.btls[0]
+    for i in range(2 * QP_TX_BATCH_COUNT + 3):  # 104-byte frames: S queue, inline
+        assert a.sendi(1, TAG, small(i, 100), True)
+        if i % 32 == 31:
+            job.settle()  # completions come back before the 64 WQEs run out
+    job.settle()
+    assert a.srq_sd_credits[1] == 64 - 3  # three still wait for a completion
+    a.send(1, TAG, small(999, 100))  # a signaled send brings them back
+    job.settle()
+    assert a.srq_sd_credits[1] == 64
+    assert job.ep(0, 1).sd_wqe[1] == 64
+
+
+def test_frames_up_to_max_inline_data_are_posted_inline():
+    job = connected(queues=BIG_QUEUES, mca=[("btl_openib_max_inline_data", "32")])
+    assert job.btls[0].inline_max == 32
+    flags = posted_flags(job, 0, 1, 0)
+    job.send(0, 1, small(0, 28))  # 4-byte header: 32 bytes, inline
+    job.send(0, 1, small(1, 29))
+    job.settle()
+    assert [bool(f & SendFlags.INLINE) for f in flags] == [True, False]
+
+
+def test_inline_sends_skip_the_payload_dma_and_arrive_sooner():
+    def one_way(inline: str) -> int:
+        job = connected(queues=BIG_QUEUES, mca=[("btl_openib_max_inline_data", inline)])
+        start = job.sim.now
+        job.send(0, 1, small(0))
+        while not job.payloads(1):
+            job.sim.run(until=job.sim.now + 1_000)
+            job.btls[1].progress()
+        return job.sim.now - start
+
+    assert one_way("-1") < one_way("0")
+
+
+def test_max_inline_data_minus_one_takes_the_device_limit():
+    job = Job(device="mellanox-hermon", mca=[("btl_openib_max_inline_data", "-1")])
+    assert job.btls[0].inline_max == job.btls[0].context.model.max_inline
+
+
+def test_max_inline_data_above_the_device_limit_is_refused_up_front():
+    with pytest.raises(PyopenibError) as err:
+        build_job_btls(Simulator(), 2, "chelsio-t3", [("btl_openib_max_inline_data", "100000")])
+    assert err.value.topic == "btl-inline-too-big"
+    assert "btl_openib_max_inline_data = 100000" in str(err.value)
+
+
+def test_flushed_unsignaled_sends_never_return_a_frag_twice():
+    """The race on T3 flushes QPs with unsignaled sends outstanding: their error
+    completions name the endpoint, not a frag that is already back on the free list."""
+    r = run_scenario("bibw", device="chelsio-t3", credits_qp="smallest", iterations=2000)
+    assert not r.completed
+    for module in r.modules:
+        for free in module._free:
+            assert len({id(f) for f in free}) == len(free)
+            assert all(isinstance(f, Frag) for f in free)
