@@ -115,6 +115,14 @@ def _split(spec):
 
 
 def message(spec, writable: bool = False) -> Message:
+    if type(spec) is list and len(spec) == 2:
+        # ``[array, TYPE]`` on a contiguous writable 1-D byte array: every osu-style
+        # program's spec, taken without the general parse
+        buf, dt = spec
+        if (type(buf) is np.ndarray and buf.dtype is _U8 and buf.ndim == 1
+                and type(dt) is Datatype and dt.extent == 1
+                and buf.flags.c_contiguous and buf.flags.writeable):  # fmt: skip
+            return Message(buf, len(buf), dt)
     if spec is None:
         return Message(_EMPTY, 0, _BYTE)
     buf, count, displ, dt = _split(spec)
