@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .frag import QP_TX_BATCH_COUNT, UnsignaledSend
+from .frag import QP_TX_BATCH_COUNT
 
 __all__ = ["Endpoint", "CLOSED", "CONNECTING", "CONNECTED", "FAILED"]
 
@@ -52,7 +52,6 @@ class Endpoint:
         self.sd_wqe_inflight = [0] * n
         self.srq_credits_inflight = [0] * n  # SRQ credits the unsignaled sends took
         self.wqe_count = [QP_TX_BATCH_COUNT] * n
-        self.unsignaled_ids = [UnsignaledSend(self, q) for q in range(n)]
         self.credit_lock = [False] * n
         self.credit_frag: list = [None] * n
         self.pending_lazy: deque = deque()

@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-__all__ = ["Frag", "HEADER", "TAG_IB", "CTL_CREDITS", "CTL_CTS", "CREDIT_BODY", "UnsignaledSend"]
+__all__ = ["Frag", "HEADER", "TAG_IB", "CTL_CREDITS", "CTL_CTS", "CREDIT_BODY", "UNSIGNALED"]
 
 HEADER = struct.Struct("<BBH")
 CREDIT_BODY = struct.Struct("<BBH")
@@ -66,15 +66,18 @@ class Frag:
         self.unsignaled_srq = 0  # ... and the SRQ credits they took
 
 
-class UnsignaledSend:
-    """The ``wr_id`` of a send posted without a completion (``sendi``). Its frag went
-    back to the free list when it was posted (the bytes travel inline in the WQE), so
-    the work request names only the endpoint and QP: an error or flush completion, which
-    every WR gets, must not touch a frag that is already someone else's."""
+class _Unsignaled:
+    """The ``wr_id`` of every send posted without a completion (``sendi``). Its frag went
+    back to the free list when it was posted (the bytes travel inline in the WQE), so the
+    work request must not name it: an error or flush completion, which every WR gets,
+    would otherwise hand back a frag that is already someone else's. Such a completion
+    finds its endpoint and QP through its ``qp_num``."""
 
-    __slots__ = ("ep", "qp", "trace_id")
+    __slots__ = ()
+    trace_id = -1
 
-    def __init__(self, ep, qp: int):
-        self.ep = ep
-        self.qp = qp
-        self.trace_id = -1
+    def __repr__(self) -> str:
+        return "UNSIGNALED"
+
+
+UNSIGNALED = _Unsignaled()

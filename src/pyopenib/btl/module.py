@@ -43,6 +43,7 @@ from .frag import (
     RDMA,
     SEND,
     TAG_IB,
+    UNSIGNALED,
     Frag,
 )
 from .interface import TransportError
@@ -339,7 +340,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             ep.sd_wqe_inflight[q] += 1
             if not frag.eager and self.queues[q].kind == "S":
                 ep.srq_credits_inflight[q] += 1
-            wr_id = ep.unsignaled_ids[q]
+            wr_id = UNSIGNALED
         sge = (Sge(frag.mr.addr, frame, frag.mr.lkey),)
         ep.qps[q].post_send(SendWR(wr_id, opcode, sge, flags, remote_addr=remote_addr,
                                    rkey=rkey))  # fmt: skip
