@@ -35,8 +35,13 @@ class Job:
         self.tracer = Tracer()
         self.sim = Simulator(tracer=self.tracer)
         # eager RDMA off unless asked for: these tests pin the per-peer credit rules
-        pairs = [("btl_openib_receive_queues", queues), ("btl_openib_use_eager_rdma", "0"),
-                 *mca]  # fmt: skip
+        given = {name for name, _ in mca}
+        pairs = [
+            (k, v)
+            for k, v in (("btl_openib_receive_queues", queues), ("btl_openib_use_eager_rdma", "0"))
+            if k not in given
+        ]
+        pairs += list(mca)  # fmt: skip
         if policies is None:
             pairs.append(("btl_openib_credits_qp", policy))
             self.btls = build_job_btls(self.sim, nprocs, device, pairs,
