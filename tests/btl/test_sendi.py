@@ -178,7 +178,7 @@ def test_max_inline_data_above_the_device_limit_is_refused_up_front():
     with pytest.raises(PyopenibError) as err:
         build_job_btls(Simulator(), 2, "chelsio-t3", [("btl_openib_max_inline_data", "100000")])
     assert err.value.topic == "btl-inline-too-big"
-    assert "btl_openib_max_inline_data = 100000" in str(err.value)
+    assert "max_inline_data 100000 (from MCA btl_openib_max_inline_data" in str(err.value)
 
 
 def test_flushed_unsignaled_sends_never_return_a_frag_twice():

@@ -45,9 +45,9 @@ register_topics(
             "devices; a node has one NIC, so its ranks must name the same device"
         ),
         "btl-inline-too-big": (
-            "btl_openib_max_inline_data = {value} ({source}): device {device} can send at "
-            "most {limit} bytes inline (ibv_create_qp would fail with EINVAL); use -1 to "
-            "take the device's limit"
+            "max_inline_data {value} (from {source}): device {device} can send at most "
+            "{limit} bytes inline (ibv_create_qp would fail with EINVAL); set "
+            "btl_openib_max_inline_data to -1 to take the device's limit"
         ),
         "btl-mixed-transport": (
             "ranks {a} ({da}, {ta}) and {b} ({db}, {tb}) have conflicting transport types; "
