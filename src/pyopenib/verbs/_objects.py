@@ -263,8 +263,10 @@ class QueuePair:
         if hw.sq_outstanding >= self.max_send_wr:
             raise VerbsError(errno.ENOMEM, f"post_send on QP {hw.qpn}: send queue full")
         if wr.send_flags & _INLINE:
-            if wr.length > self.max_inline:
-                raise VerbsError(errno.EINVAL, f"post_send: inline {wr.length} > {self.max_inline}")
+            sg = wr.sg_list
+            length = sg[0].length if len(sg) == 1 else wr.length
+            if length > self.max_inline:
+                raise VerbsError(errno.EINVAL, f"post_send: inline {length} > {self.max_inline}")
             data = self.context.nic._gather(wr)
             if data is None:
                 raise VerbsError(errno.EINVAL, "post_send: inline SGE outside its MR")
