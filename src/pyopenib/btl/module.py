@@ -159,15 +159,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
     def send(self, peer: int, tag: int, payload, on_complete=None, high_priority=False) -> None:
         self._raise_if_failed()
         n = len(payload)
-        q = self._order_for(n)
-        frag = self._get_frag(q, SEND)
-        frag.tag = tag
-        frag.payload_len = n
-        frag.length = HDR_LEN + n
-        frag.on_complete = on_complete
-        frag.high = high_priority
-        if n:
-            memoryview(frag.buf)[HDR_LEN : HDR_LEN + n] = payload
+        frag = self._send_frag(self._order_for(n), tag, payload, n, on_complete, high_priority)
         ep = self._endpoint(peer)
         frag.ep = ep
         if ep.state != CONNECTED:
@@ -200,15 +192,8 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         rdma = high_priority and remote is not None and remote.tokens > 0 and n <= self.eager_limit
         if not rdma and (ep.sd_credits[q] <= 0 if pp else self.srq_sd_credits[q] <= 0):
             return False
-        frag = self._get_frag(q, SEND)
-        frag.tag = tag
-        frag.payload_len = n
-        frag.length = HDR_LEN + n
-        frag.on_complete = None
-        frag.high = high_priority
+        frag = self._send_frag(q, tag, payload, n, None, high_priority)
         frag.ep = ep
-        if n:
-            memoryview(frag.buf)[HDR_LEN : HDR_LEN + n] = payload
         ep.sd_wqe[q] -= 1
         if rdma:
             remote.tokens -= 1
@@ -220,6 +205,19 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
                 self.srq_sd_credits[q] -= 1
             self._post_data(ep, frag, True)
         return True
+
+    def _send_frag(self, q: int, tag: int, payload, n: int, on_complete, high: bool) -> Frag:
+        """A send frag of queue q with ``payload`` copied in behind the openib header:
+        the copy that lets the caller reuse its buffer as soon as the call returns."""
+        frag = self._get_frag(q, SEND)
+        frag.tag = tag
+        frag.payload_len = n
+        frag.length = HDR_LEN + n
+        frag.on_complete = on_complete
+        frag.high = high
+        if n:
+            memoryview(frag.buf)[HDR_LEN : HDR_LEN + n] = payload
+        return frag
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
         return RegisteredMemory(self.pd.reg_mr(buffer, _ACCESS_ALL))
