@@ -2,6 +2,7 @@
 sends (IBV_SEND_INLINE up to ``btl_openib_max_inline_data``), on the BTL testbed: rank 0
 sends while the test holds rank 1 still or lets it progress."""
 
+import numpy as np
 import pytest
 from btl_testbed import TAG, Job
 from hypothesis import given, settings
@@ -84,7 +85,8 @@ def test_sendi_asks_for_one_completion_per_qp_tx_batch_count_sends():
 
 def test_a_frame_too_big_for_inline_is_always_signaled():
     job = connected(queues=BIG_QUEUES)  # Chelsio T3: 64 bytes inline
-    inline_max = job.btls[0].inline_max
+    inline_max = job.btls[0].qp_inline[0]
+    assert inline_max == 64
     completions = send_completions(job.btls[0])
     flags = posted_flags(job, 0, 1, 0)
     for i in range(5):
@@ -148,7 +150,7 @@ def test_unsignaled_sends_return_their_srq_credits_with_the_next_completion():
 
 def test_frames_up_to_max_inline_data_are_posted_inline():
     job = connected(queues=BIG_QUEUES, mca=[("btl_openib_max_inline_data", "32")])
-    assert job.btls[0].inline_max == 32
+    assert job.btls[0].qp_inline == [32, 32]  # both queues exceed 32: first and last get it
     flags = posted_flags(job, 0, 1, 0)
     job.send(0, 1, small(0, 28))  # 4-byte header: 32 bytes, inline
     job.send(0, 1, small(1, 29))
@@ -170,8 +172,52 @@ def test_inline_sends_skip_the_payload_dma_and_arrive_sooner():
 
 
 def test_max_inline_data_minus_one_takes_the_device_limit():
-    job = Job(device="mellanox-hermon", mca=[("btl_openib_max_inline_data", "-1")])
-    assert job.btls[0].inline_max == job.btls[0].context.model.max_inline
+    job = Job(device="mellanox-hermon", queues="P,65536,8,6,4,4",
+              mca=[("btl_openib_max_inline_data", "-1")])  # fmt: skip
+    assert job.btls[0].qp_inline == [job.btls[0].context.model.max_inline]
+
+
+def test_each_qp_gets_open_mpis_inline_size():
+    """max_inline_size(): a queue that fits gets its own size; of the others only the
+    first and the last (the RDMA QP) get max_inline_data, the middle ones nothing."""
+    queues = "P,128,8,6,4,4:S,2048,64,32,16:S,12288,64,32,16:S,65536,64,32,16"
+    job = Job(device="mellanox-connectx4", queues=queues,
+              mca=[("btl_openib_max_inline_data", "256")])  # fmt: skip
+    assert job.btls[0].qp_inline == [128, 0, 0, 256]
+    job.connect(0, 1)
+    completions = send_completions(job.btls[0])
+    flags = posted_flags(job, 0, 1, 1)
+    for i in range(3):  # 200 bytes: queue 1, which sends nothing inline
+        assert job.btls[0].sendi(1, TAG, small(i, 200), True)
+    job.settle()
+    assert len(completions) == 3
+    assert not any(f & SendFlags.INLINE for f in flags)
+
+
+def test_a_signaled_send_restarts_the_count_to_the_next_completion():
+    job = connected(queues=BIG_QUEUES)
+    completions = send_completions(job.btls[0])
+    for i in range(40):
+        assert job.btls[0].sendi(1, TAG, small(i), True)
+    job.send(0, 1, small(40))  # signaled: the next sendi completion is 64 sendi away
+    for i in range(41, 41 + QP_TX_BATCH_COUNT - 1):
+        assert job.btls[0].sendi(1, TAG, small(i), True)
+    job.settle()
+    assert len(completions) == 1
+
+
+def test_a_credit_message_carries_the_unsignaled_wqes_before_it():
+    job = connected(queues=BIG_QUEUES, policy="own")
+    ep = job.ep(0, 1)
+    for i in range(10):
+        assert job.btls[0].sendi(1, TAG, small(i), True)
+    assert ep.sd_wqe_inflight[0] == 10
+    for i in range(200):  # rank 1's traffic makes rank 0 owe credits on QP 0
+        job.send(1, 0, small(i))
+        job.settle([0])
+    job.settle()
+    assert job.events("credit_msg", "rank0->1")  # explicit credits went out on QP 0 ...
+    assert ep.sd_wqe_inflight[0] == 0 and ep.sd_wqe[0] == 256  # ... with the WQEs along
 
 
 def test_max_inline_data_above_the_device_limit_is_refused_up_front():
@@ -192,15 +238,16 @@ def test_flushed_unsignaled_sends_never_return_a_frag_twice():
             assert all(isinstance(f, Frag) for f in free)
 
 
-# -- property: any interleaving of send, sendi and polling ------------------------------
+# -- property: any interleaving of send, sendi, put and polling ------------------------
 QUEUE_SETS = [
     "P,128,8,6,4,4:P,4096,8,6,4,4",
     "P,64,8,6,4,4:S,4096,64,32,16",
     "P,128,256,192,128:P,4096,256,192,128",
 ]
 STEP = st.tuples(
-    st.sampled_from(["send", "sendi", "poll0", "poll1", "run"]),
-    st.sampled_from([0, 1]),  # sending rank
+    st.sampled_from(["send", "sendi", "put", "poll", "run"]),
+    st.integers(0, 2),  # sending (or polling) rank, modulo the job's size
+    st.integers(1, 2),  # destination: sender + this, modulo the job's size
     st.integers(8, 1200),  # payload bytes
     st.booleans(),  # high priority
 )
@@ -210,46 +257,69 @@ STEP = st.tuples(
 @given(
     device=st.sampled_from(["chelsio-t3", "chelsio-t4", "mellanox-hermon", "ibm-ehca"]),
     queues=st.sampled_from(QUEUE_SETS),
+    nprocs=st.sampled_from([2, 3]),
     eager=st.booleans(),
     steps=st.lists(STEP, min_size=1, max_size=160),
 )
-def test_any_mix_of_send_and_sendi_delivers_once_in_order_and_returns_every_wqe(
-    device, queues, eager, steps
+def test_any_mix_of_send_sendi_and_put_delivers_once_and_returns_every_wqe(
+    device, queues, nprocs, eager, steps
 ):
     """Whatever the interleaving: every accepted fragment arrives exactly once, in order
-    per sender and queue; the credit invariants hold after every step (the testbed checks
-    them on each progress); once all is delivered every WQE is free or held only by
-    unsignaled sends awaiting a completion, and every SRQ credit likewise."""
+    per sender and queue; every put completes; the credit invariants hold after every
+    step (the testbed checks them on each progress); once all is done every WQE is free
+    or held only by unsignaled sends awaiting a completion, and every module-wide SRQ
+    credit likewise (three ranks share one pool)."""
     if "S," in queues and not get_device_model(device).srq:
         return  # refused up front on a device without SRQs (tested elsewhere)
-    job = Job(device=device, queues=queues, mca=[("btl_openib_use_eager_rdma", str(int(eager))),
-              ("btl_openib_eager_rdma_threshold", "2")])  # fmt: skip
-    job.connect(0, 1)
-    sent = {0: [], 1: []}
-    for i, (op, src, size, high) in enumerate(steps):
-        dst = 1 - src
+    job = Job(device=device, queues=queues, nprocs=nprocs,
+              mca=[("btl_openib_use_eager_rdma", str(int(eager))),
+                   ("btl_openib_eager_rdma_threshold", "2")])  # fmt: skip
+    for a in range(nprocs):
+        for b in range(a + 1, nprocs):
+            job.connect(a, b)
+    targets = [btl.register_memory(np.zeros(4096, dtype=np.uint8)) for btl in job.btls]
+    sources = [btl.register_memory(np.ones(4096, dtype=np.uint8)) for btl in job.btls]
+    sent = {(a, b): [] for a in range(nprocs) for b in range(nprocs) if a != b}
+    puts = {"posted": 0, "done": 0}
+
+    def put_done():
+        puts["done"] += 1
+
+    for i, (op, who, hop, size, high) in enumerate(steps):
+        src = who % nprocs
+        dst = (src + hop) % nprocs
+        if src == dst:
+            continue
         payload = i.to_bytes(4, "little") + bytes(size - 4)
         if op == "send":
             job.send(src, dst, payload, high=high)
-            sent[src].append(i)
+            sent[src, dst].append(i)
         elif op == "sendi":
             if job.btls[src].sendi(dst, TAG, payload, high):
-                sent[src].append(i)
+                sent[src, dst].append(i)
+        elif op == "put":
+            n = min(size, 4096)
+            job.btls[src].put(dst, sources[src], 0, targets[dst].key, 0, n, put_done)
+            puts["posted"] += 1
         elif op == "run":
             job.sim.run()
         else:
-            job.btls[int(op[-1])].progress()
+            job.btls[src].progress()
     job.settle()
     job.check_all()
-    for src in (0, 1):
-        got = [int.from_bytes(d[:4], "little") for _, d in job.received[1 - src]]
-        assert sorted(got) == sent[src]  # exactly once
+    assert puts["done"] == puts["posted"]
+    for (src, dst), ids in sent.items():
+        got = [int.from_bytes(d[:4], "little") for peer, d in job.received[dst] if peer == src]
+        assert sorted(got) == ids  # exactly once
         btl = job.btls[src]
-        ep = job.ep(src, 1 - src)
+        ep = job.ep(src, dst)
         for q, spec in enumerate(btl.queues):
-            mine = [i for i in got if btl._order_for(steps[i][2]) == q]
+            mine = [i for i in got if btl._order_for(steps[i][3]) == q]
             assert eager or mine == sorted(mine)  # per-QP order (an eager ring may pass)
             full = spec.rd_num if spec.kind == "P" else spec.sd_max
             assert ep.sd_wqe[q] + ep.sd_wqe_inflight[q] == full
+    for btl in job.btls:
+        for q, spec in enumerate(btl.queues):
             if spec.kind == "S":
-                assert btl.srq_sd_credits[q] + ep.srq_credits_inflight[q] == spec.sd_max
+                held = sum(ep.srq_credits_inflight[q] for ep in btl.endpoints.values())
+                assert btl.srq_sd_credits[q] + held == spec.sd_max

@@ -54,7 +54,7 @@ class ConnectionSetup:
     def _create_qps(self, ep: Endpoint, peer_policy: str | None) -> list[int]:
         for q in range(len(self.queues)):
             recv, send = self._qp_depths(q, peer_policy)
-            qp = self.pd.create_qp(self.cq, self.cq, send, max(recv, 1), self.inline_max,
+            qp = self.pd.create_qp(self.cq, self.cq, send, max(recv, 1), self.qp_inline[q],
                                    self.srqs[q])  # fmt: skip
             qp.modify(QpState.INIT)
             ep.qps[q] = qp

@@ -100,24 +100,44 @@ class CreditFlow:
         return True
 
     def _send_flags(self, ep: Endpoint, q: int, frame: int, sendi: bool) -> int:
-        """IBV_SEND_INLINE when the frame fits ``max_inline_data``; IBV_SEND_SIGNALED
+        """IBV_SEND_INLINE when the frame fits QP q's inline size; IBV_SEND_SIGNALED
         always for ``send``, and for ``sendi`` when Open MPI's ``qp_need_signal`` says so:
         no WQE left (the last one must come back), a frame too big for inline, no SRQ
-        credit left, or every QP_TX_BATCH_COUNT-th send."""
-        inline = frame <= self.inline_max
-        if sendi:
-            if (
-                ep.sd_wqe[q] <= 0
-                or not inline
-                or (self.queues[q].kind == "S" and self.srq_sd_credits[q] <= 0)
-            ):
-                ep.wqe_count[q] = QP_TX_BATCH_COUNT
-            else:
-                ep.wqe_count[q] -= 1
-                if ep.wqe_count[q] > 0:
-                    return _INLINE
-                ep.wqe_count[q] = QP_TX_BATCH_COUNT
+        credit left, or every QP_TX_BATCH_COUNT-th send. Every signaled post restarts
+        the count (Open MPI's ``qp_reset_signal_count``)."""
+        inline = frame <= self.qp_inline[q]
+        if (
+            sendi
+            and inline
+            and ep.sd_wqe[q] > 0
+            and (self.queues[q].kind == "P" or self.srq_sd_credits[q] > 0)
+        ):
+            ep.wqe_count[q] -= 1
+            if ep.wqe_count[q] > 0:
+                return _INLINE
+        ep.wqe_count[q] = QP_TX_BATCH_COUNT
         return _SIGNALED_INLINE if inline else _SIGNALED
+
+    def _carry_unsignaled(self, ep: Endpoint, q: int, frag: Frag) -> None:
+        """A signaled WR on QP q carries the WQEs (and SRQ credits) of the unsignaled
+        sends posted on q before it: its completion gives them back (Open MPI's
+        ``qp_inflight_wqe_to_frag``)."""
+        frag.unsignaled = ep.sd_wqe_inflight[q]
+        frag.unsignaled_srq = ep.srq_credits_inflight[q]
+        ep.sd_wqe_inflight[q] = ep.srq_credits_inflight[q] = 0
+
+    def _give_back_unsignaled(self, ep: Endpoint, q: int, frag: Frag, own_srq: bool) -> int:
+        """At a signaled completion on QP q: the WQEs its frag carried come back, and on
+        an SRQ queue the SRQ credits they took (plus the frag's own when ``own_srq``),
+        draining the SRQ pending list. Returns the WQEs given back."""
+        n = frag.unsignaled
+        credits = frag.unsignaled_srq + own_srq
+        frag.unsignaled = frag.unsignaled_srq = 0
+        ep.sd_wqe[q] += n
+        if credits and self.queues[q].kind == "S":
+            self.srq_sd_credits[q] += credits
+            self._progress_srq_pending(q)
+        return n
 
     def _post_data(self, ep: Endpoint, frag: Frag, sendi: bool = False) -> None:
         """Fill the header (piggybacked credits, cm_seen) and post the SEND (2.4 step 5).
@@ -280,7 +300,8 @@ class CreditFlow:
             total = frag.length + FOOTER_LEN
             frag.order = order
             frag.ep = ep
-            flags = _SIGNALED_INLINE if total <= self.inline_max else _SIGNALED
+            flags = _SIGNALED_INLINE if total <= self.qp_inline[order] else _SIGNALED
+            self._carry_unsignaled(ep, order, frag)
             wr = SendWR(frag, WrOpcode.RDMA_WRITE, (Sge(frag.mr.addr, total, frag.mr.lkey),),
                         flags, remote_addr=remote.next_slot_addr(total),
                         rkey=remote.rkey)  # fmt: skip

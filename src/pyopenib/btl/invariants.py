@@ -48,6 +48,14 @@ class InvariantChecks:
 
     def assert_invariants(self) -> None:
         """Per-endpoint credit invariants that must hold between progress calls."""
+        for q, spec in enumerate(self.queues):
+            if spec.kind == "S":  # module-wide SRQ credits: never more than sd_max exist
+                held = sum(ep.srq_credits_inflight[q] for ep in self.endpoints.values())
+                if self.srq_sd_credits[q] + held > spec.sd_max:
+                    raise AssertionError(
+                        f"rank {self.rank} qp {q}: SRQ credits {self.srq_sd_credits[q]} + "
+                        f"held by unsignaled sends {held} > sd_max {spec.sd_max}"
+                    )
         for ep in self.endpoints.values():
             if ep.state != CONNECTED:
                 continue
@@ -63,6 +71,9 @@ class InvariantChecks:
                     problems.append(f"cm_sent {ep.cm_sent[q]} outside 0..{spec.rd_rsv}")
                 if ep.sd_wqe[q] < 0:
                     problems.append(f"sd_wqe {ep.sd_wqe[q]} < 0")
+                if ep.sd_wqe[q] + ep.sd_wqe_inflight[q] > spec.rd_num:
+                    problems.append(f"sd_wqe {ep.sd_wqe[q]} + unsignaled "
+                                    f"{ep.sd_wqe_inflight[q]} > {spec.rd_num} WQEs")  # fmt: skip
                 remote = ep.eager_remote
                 if remote is not None and not 0 <= remote.tokens <= remote.num - 1:
                     problems.append(

@@ -40,11 +40,13 @@ from .frag import (
     CTS,
     HDR_LEN,
     HEADER,
+    QP_TX_BATCH_COUNT,
     RDMA,
     SEND,
     TAG_IB,
     UNSIGNALED,
     Frag,
+    qp_inline_sizes,
 )
 from .interface import TransportError
 from .invariants import InvariantChecks
@@ -138,10 +140,11 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         if tr is not None:  # lets trace readers put this rank's endpoints on its host
             tr.emit("btl", "placement", f"rank{rank}", host=hostname)
         self.host_poll = context.model.host_poll
-        # IBV_SEND_INLINE for every frame up to max_inline_data (-1: the device's limit,
-        # which Open MPI finds by probing); QPs are created with that inline size
+        # IBV_SEND_INLINE for every frame up to its QP's inline size (ib_inline_max)
         inline = settings.max_inline_data
-        self.inline_max = context.model.max_inline if inline < 0 else inline
+        self.qp_inline = qp_inline_sizes(
+            self.queues, context.model.max_inline if inline < 0 else inline
+        )
         # statistics
         self.frags_sent = [0] * len(self.queues)
         self.bytes_sent = [0] * len(self.queues)
@@ -315,25 +318,25 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
     # -- sending (the credit checks are in ``credits``) ------------------------------------
 
     def _post_send_frag(self, ep: Endpoint, order: int, frag: Frag, opcode) -> None:
-        """Post a control message (CTS, credits): signaled, inline when it fits."""
+        """Post a control message (CTS, credits) on QP ``order``: signaled, inline when it
+        fits, carrying the unsignaled sends before it (Open MPI's ``post_send``)."""
         frag.order = order
         frag.ep = ep
-        flags = _SIGNALED_INLINE if frag.length <= self.inline_max else _SIGNALED
+        flags = _SIGNALED_INLINE if frag.length <= self.qp_inline[order] else _SIGNALED
+        self._carry_unsignaled(ep, order, frag)
         wr = SendWR(frag, opcode, (Sge(frag.mr.addr, frag.length, frag.mr.lkey),), flags)
         ep.qps[order].post_send(wr)
 
     def _post_frag(self, ep: Endpoint, q: int, frag: Frag, frame: int, sendi: bool, opcode,
                    remote_addr: int = 0, rkey: int = 0) -> None:  # fmt: skip
-        """Post a data fragment of ``frame`` bytes on q (2.4 step 6). A signaled send takes
-        the unsignaled WQEs before it along (their WQEs return with its completion); an
-        unsignaled one is inline, so its frag is free again at once."""
+        """Post a data fragment of ``frame`` bytes on q (2.4 step 6). A signaled one
+        carries the unsignaled sends before it; an unsignaled one is inline, so its frag
+        is free again at once."""
         frag.order = q
         flags = self._send_flags(ep, q, frame, sendi)
         wr_id = frag
         if flags & _SIGNALED:
-            frag.unsignaled = ep.sd_wqe_inflight[q]
-            frag.unsignaled_srq = ep.srq_credits_inflight[q]
-            ep.sd_wqe_inflight[q] = ep.srq_credits_inflight[q] = 0
+            self._carry_unsignaled(ep, q, frag)
         else:
             ep.sd_wqe_inflight[q] += 1
             if not frag.eager and self.queues[q].kind == "S":
@@ -356,8 +359,11 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         frag = Frag(RDMA, local.buffer, local.mr, q)
         frag.ep = ep
         frag.on_complete = cb
+        # a small put goes inline, as Open MPI's (a get's data comes from the peer)
+        inline = opcode == WrOpcode.RDMA_WRITE and length <= self.qp_inline[q]
         wr = SendWR(frag, opcode, (Sge(local.mr.addr + local_offset, length, local.mr.lkey),),
-                    SendFlags.SIGNALED, remote_addr=remote_addr, rkey=rkey)  # fmt: skip
+                    _SIGNALED_INLINE if inline else _SIGNALED, remote_addr=remote_addr,
+                    rkey=rkey)  # fmt: skip
         if ep.pending_rdma or ep.sd_wqe[q] <= 0:
             # no free WQE: wait on the put/get pending list (Open MPI's pending_put_frags)
             ep.pending_rdma.append(wr)
@@ -366,11 +372,10 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self._post_rdma(ep, q, wr)
 
     def _post_rdma(self, ep: Endpoint, q: int, wr) -> None:
-        """Post a put/get (signaled: it takes the unsignaled WQEs before it along)."""
-        frag = wr.wr_id
-        frag.unsignaled = ep.sd_wqe_inflight[q]
-        frag.unsignaled_srq = ep.srq_credits_inflight[q]
-        ep.sd_wqe_inflight[q] = ep.srq_credits_inflight[q] = 0
+        """Post a put/get: signaled, carrying the unsignaled sends before it; it restarts
+        ``sendi``'s count to the next completion, as every signaled post does."""
+        self._carry_unsignaled(ep, q, wr.wr_id)
+        ep.wqe_count[q] = QP_TX_BATCH_COUNT
         ep.qps[q].post_send(wr)
 
     # -- receive buffers ------------------------------------------------------------------
@@ -397,27 +402,26 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         kind = frag.kind
         if kind == SEND:
             q = frag.qp
-            ep.sd_wqe[q] += 1 + frag.unsignaled
-            srq_credits = frag.unsignaled_srq + (not frag.eager)
-            frag.unsignaled = frag.unsignaled_srq = 0
+            ep.sd_wqe[q] += 1
+            own_srq_credit = not frag.eager
             cb = frag.on_complete
+            self._give_back_unsignaled(ep, q, frag, own_srq_credit)
             self._return_frag(frag)
-            if self.queues[q].kind == "S":
-                self.srq_sd_credits[q] += srq_credits
-                self._progress_srq_pending(q)
             self._progress_wqe_pending(ep, q)
             if cb is not None:
                 cb()
         elif kind == CREDIT:
+            if self._give_back_unsignaled(ep, frag.order, frag, False):
+                self._progress_wqe_pending(ep, frag.order)
             self._credit_frag_done(ep, frag)
         elif kind == CTS:
+            if self._give_back_unsignaled(ep, frag.order, frag, False):
+                self._progress_wqe_pending(ep, frag.order)
             self._return_frag(frag)
         elif kind == RDMA:
             q = frag.qp
-            ep.sd_wqe[q] += 1 + frag.unsignaled
-            if frag.unsignaled_srq:
-                self.srq_sd_credits[q] += frag.unsignaled_srq
-                self._progress_srq_pending(q)
+            ep.sd_wqe[q] += 1
+            self._give_back_unsignaled(ep, q, frag, False)
             self._progress_wqe_pending(ep, q)
             frag.on_complete()
 
