@@ -142,3 +142,13 @@ def test_peers_with_different_queues_get_an_error_saying_what_differs(shipped):
             settings(shipped, CHELSIO_T3, [("btl_openib_receive_queues", "S,128,256,192,128")]),
             settings(shipped, CONNECTX5),
         )
+
+
+def test_qp_inline_row_follows_open_mpis_max_inline_size(shipped):
+    """ConnectX-5: INI max_inline_data 256 over S,128:S,2048:S,12288:S,65536 gives the
+    first queue its size, the last (RDMA) QP 256 and the queues between nothing."""
+    rows = {name: (value, origin) for name, value, origin in settings(shipped, CONNECTX5).rows()}
+    assert rows["qp_inline"][0] == "128:0:0:256"
+    assert "max_inline_size()" in rows["qp_inline"][1]
+    small = settings(shipped, CONNECTX5, [("btl_openib_max_inline_data", "64")])
+    assert small.qp_inline_string == "64:0:0:64"

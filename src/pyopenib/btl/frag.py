@@ -31,18 +31,6 @@ CTS = 3
 RDMA = 4
 
 
-def qp_inline_sizes(queues, max_inline: int) -> list[int]:
-    """Each QP's inline size (Open MPI's ``max_inline_size``, which the connection
-    managers ask ``ibv_create_qp`` for): the queue's fragment size when that fits
-    ``max_inline``; otherwise ``max_inline`` on the first QP and on the last (the RDMA
-    QP) only, and 0 — nothing inline — on the queues between."""
-    last = len(queues) - 1
-    return [
-        q.size if q.size <= max_inline else (max_inline if i in (0, last) else 0)
-        for i, q in enumerate(queues)
-    ]
-
-
 QP_TX_BATCH_COUNT = 64
 """``sendi`` asks for a completion once per this many sends on a QP (Open MPI's
 ``QP_TX_BATCH_COUNT``), or at once when WQEs, SRQ credits or the inline limit run out."""

@@ -20,6 +20,7 @@ from collections import deque
 import numpy as np
 from greenlet import getcurrent
 
+from ..config import qp_inline_sizes
 from ..verbs import Access, RecvWR, SendFlags, SendWR, Sge, WcOpcode, WcStatus, WrOpcode
 from .connect import ConnectionSetup
 from .credits import CreditFlow
@@ -46,7 +47,6 @@ from .frag import (
     TAG_IB,
     UNSIGNALED,
     Frag,
-    qp_inline_sizes,
 )
 from .interface import TransportError
 from .invariants import InvariantChecks

@@ -24,6 +24,7 @@ from .receive_queues import (
     default_receive_queues,
     format_receive_queues,
     parse_receive_queues,
+    qp_inline_sizes,
 )
 from .variables import Variable
 
@@ -51,4 +52,5 @@ __all__ = [
     "load_mca",
     "load_mca_from_process",
     "parse_receive_queues",
+    "qp_inline_sizes",
 ]

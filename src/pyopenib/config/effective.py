@@ -29,6 +29,7 @@ from .receive_queues import (
     credits_qp_index,
     default_receive_queues,
     parse_receive_queues,
+    qp_inline_sizes,
 )
 
 __all__ = ["EffectiveSettings", "check_peer_compatibility", "effective_settings"]
@@ -88,6 +89,7 @@ class EffectiveSettings:
             ("mtu", str(self.mtu)),
             ("use_eager_rdma", str(int(self.use_eager_rdma))),
             ("max_inline_data", str(self.max_inline_data)),
+            ("qp_inline", self.qp_inline_string),
             ("eager_limit", str(self.eager_limit)),
             ("max_send_size", str(self.max_send_size)),
             ("rndv_eager_limit", str(self.rndv_eager_limit)),
@@ -102,7 +104,26 @@ class EffectiveSettings:
             ("enable_srq_resize", str(int(self.enable_srq_resize))),
             ("ignore_device", str(int(self.ignore_device))),
         )
-        return [(name, value, self.origins[name]) for name, value in shown]
+        probe = "; max is the device's limit (-1 probes it)" if self.max_inline_data < 0 else ""
+        origins = {**self.origins, "qp_inline": _QP_INLINE_ORIGIN + probe}
+        return [(name, value, origins[name]) for name, value in shown]
+
+    @property
+    def qp_inline_string(self) -> str:
+        """Each QP's inline size, ``:``-separated like receive_queues (with -1 the
+        device's probed limit stands in for max_inline_data: ``max``)."""
+        if self.max_inline_data >= 0:
+            sizes = qp_inline_sizes(self.receive_queues, self.max_inline_data)
+            return ":".join(str(n) for n in sizes)
+        last = len(self.receive_queues) - 1
+        return ":".join(f"min({q.size},max)" if i in (0, last) else f"{q.size} if <= max else 0"
+                        for i, q in enumerate(self.receive_queues))  # fmt: skip
+
+
+_QP_INLINE_ORIGIN = (
+    "Open MPI's max_inline_size(): a queue's size when it fits max_inline_data, else "
+    "max_inline_data on the first and last QP and 0 between"
+)
 
 
 def _mca_origin(ctx: McaContext, name: str) -> str:

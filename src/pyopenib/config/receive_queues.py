@@ -24,6 +24,7 @@ __all__ = [
     "default_receive_queues",
     "format_receive_queues",
     "parse_receive_queues",
+    "qp_inline_sizes",
 ]
 
 _P_FIELDS = ("size", "rd_num", "rd_low", "rd_win", "rd_rsv")
@@ -178,3 +179,15 @@ def credits_qp_index(queues: tuple[QueueSpec, ...]) -> int:
         if queue.kind == "P":
             return index
     return len(queues) - 1
+
+
+def qp_inline_sizes(queues, max_inline: int) -> list[int]:
+    """Each QP's inline size for ``max_inline`` bytes of max_inline_data (Open MPI's
+    ``max_inline_size()``, what the connection managers ask ``ibv_create_qp`` for): the
+    queue's fragment size when that fits; otherwise ``max_inline`` on the first QP and
+    on the last (the RDMA QP) only, and 0 - nothing inline - on the queues between."""
+    last = len(queues) - 1
+    return [
+        q.size if q.size <= max_inline else (max_inline if i in (0, last) else 0)
+        for i, q in enumerate(queues)
+    ]
