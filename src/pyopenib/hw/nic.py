@@ -161,7 +161,8 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
         if nbytes <= PCIE_REQUEST_BYTES:
             end = now + xfer
         pl = self.model.pcie_latency
-        return end - now + self.sim.duration("nic.pcie", pl[0], pl[1], pl[2])
+        sim = self.sim
+        return end - now + (pl[1] if sim.nominal else sim.duration("nic.pcie", *pl))
 
     def _dur(self, label: str, interval) -> int:
         return self.sim.duration(label, interval[0], interval[1], interval[2])
@@ -225,7 +226,7 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
         sim = self.sim
         now = sim.now
         c = self.model.cqe
-        when = now + extra + sim.duration("nic.cqe", c[0], c[1], c[2])
+        when = now + extra + (c[1] if sim.nominal else sim.duration("nic.cqe", *c))
         if send_side:
             if when < qp.last_send_cqe:
                 when = qp.last_send_cqe

@@ -124,16 +124,17 @@ class Fabric:
             return
         src = self._ports[src_lid]
         now = sim.now
+        nominal = sim.nominal
         lat = src.link_latency
         # cut-through: the head reached the switch one link latency after it left the NIC
         # (``now`` is when the tail left), and may be forwarded after the switch latency
         ser_in = int(pkt.wire_bytes * src.ps_per_byte)
-        head = now - ser_in + sim.duration("wire.link", lat[0], lat[1], lat[2])
+        head = now - ser_in + (lat[1] if nominal else sim.duration("wire.link", *lat))
         if head < src.last_in:
             head = src.last_in  # a link is FIFO: no packet overtakes an earlier one
         src.last_in = head
         sw = self._switch_latency
-        eligible = head + sim.duration("wire.switch", sw[0], sw[1], sw[2])
+        eligible = head + (sw[1] if nominal else sim.duration("wire.switch", *sw))
         out = self._ports.get(pkt.dst_lid)
         if out is None:
             return  # no such port: the switch drops it, the sender's transport retries
@@ -145,7 +146,7 @@ class Fabric:
         out.bytes_out += pkt.wire_bytes
         self.packets_forwarded += 1
         lat = out.link_latency
-        arrive = end + sim.duration("wire.link", lat[0], lat[1], lat[2])
+        arrive = end + (lat[1] if nominal else sim.duration("wire.link", *lat))
         if arrive < out.last_out:
             arrive = out.last_out
         out.last_out = arrive

@@ -41,11 +41,12 @@ class WorkQueueEngine:
             return
         m = self.model
         sim = self.sim
-        dur = sim.duration
-        hp = m.host_post
-        pl = m.pcie_latency
         now = sim.now
-        when = now + dur("nic.doorbell", hp[0], hp[1], hp[2]) + dur("nic.pcie", pl[0], pl[1], pl[2])
+        if sim.nominal:
+            when = now + m.host_post[1] + m.pcie_latency[1]
+        else:
+            when = now + sim.duration("nic.doorbell", *m.host_post)
+            when += sim.duration("nic.pcie", *m.pcie_latency)
         if when < qp.last_doorbell:  # doorbells of one QP arrive in order (``_in_order``)
             when = qp.last_doorbell
         qp.last_doorbell = when
@@ -119,7 +120,7 @@ class WorkQueueEngine:
             return
         wr: SendWR = item
         sw = m.send_wqe
-        delay = sim.duration("nic.send_wqe", sw[0], sw[1], sw[2])
+        delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
         sg_list = wr.sg_list
         if wr.opcode != _READ and wr.inline_data is None and sg_list:
             delay += self._dma(sg_list[0].length if len(sg_list) == 1 else wr.length, True)

@@ -259,9 +259,11 @@ class Simulator:
     @oracle.setter
     def oracle(self, oracle: Oracle) -> None:
         """Under the nominal oracle ``duration`` is bound to a function that returns the
-        nominal value directly: the most frequent call of a hardware model stays cheap."""
+        nominal value directly, and ``nominal`` is True: the hottest hardware paths read
+        an interval's nominal value themselves instead of calling ``duration``."""
         self._oracle = oracle
-        if type(oracle) is NominalOracle:
+        self.nominal = type(oracle) is NominalOracle
+        if self.nominal:
             self.duration = _nominal_duration
         else:
             self.__dict__.pop("duration", None)
