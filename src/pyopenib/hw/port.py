@@ -62,18 +62,19 @@ class TransmitPort:
             self.sim.schedule(0, self.receive_packet, pkt)
         else:
             self.fabric.transmit(pkt, self.lid)
-        if qp is None:  # a control packet (ACK, NAK, READ response, TERMINATE)
+        if qp is not None:  # else a control packet (ACK, NAK, READ response, TERMINATE)
+            if qp.rto_idle:
+                self._rto_start(qp)
+            if pkt.last:
+                tr = self.sim.tracer
+                if tr is not None:
+                    tr.emit("hw", "send_left", qp.actor, msn=pkt.msn)
+                leaving = qp.leaving
+                if leaving and leaving[0] == pkt.msn:  # its first departure, not a retransmission
+                    leaving.popleft()
+                    if not qp.engine_busy:
+                        self._engine_next(qp)
+        if self._ctrl or self._active:
             self._tx_next()
-            return
-        if qp.rto_idle:
-            self._rto_start(qp)
-        if pkt.last:
-            tr = self.sim.tracer
-            if tr is not None:
-                tr.emit("hw", "send_left", qp.actor, msn=pkt.msn)
-            leaving = qp.leaving
-            if leaving and leaving[0] == pkt.msn:  # its first departure, not a retransmission
-                leaving.popleft()
-                if not qp.engine_busy:
-                    self._engine_next(qp)
-        self._tx_next()
+        else:
+            self._tx_busy = False  # nothing waits: the port idles (``_tx_next`` would say so)

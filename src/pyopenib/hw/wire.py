@@ -87,18 +87,16 @@ class Fabric:
         self._ports: dict[int, _SwitchPort] = {}
         self._switch_latency = switch_latency
         self._loss: LossRule | None = None
+        self.lossy = False
+        """Whether packets can be lost (the NICs arm transport timers only then)."""
         self.packets_forwarded = 0
         self.packets_lost = 0
-
-    @property
-    def lossy(self) -> bool:
-        """Whether packets can be lost (the NICs arm transport timers only then)."""
-        return self._loss is not None
 
     def set_loss(self, probability=0.0, every=0, match=None, limit=0) -> LossRule | None:
         """Lose packets from now on (see ``LossRule``); no arguments: a lossless wire."""
         rule = LossRule(probability, every, match, limit)
         self._loss = rule if rule.probability or rule.every else None
+        self.lossy = self._loss is not None
         return self._loss
 
     def attach(self, nic) -> int:
