@@ -77,7 +77,8 @@ class RankContext:
         closure, for the blocking calls every program makes (Send, Recv, Wait)."""
         if preq.complete:
             return
-        self.charge_cpu()
+        if self.cpu_scale:
+            self.charge_cpu()
         pml = self.pml
         btl = self.btl
         outer = self.blocked_in
@@ -87,7 +88,8 @@ class RankContext:
             if pml.progress() == 0:
                 btl.wait_for_activity()
         self.blocked_in = outer
-        self.resumed()
+        if self.cpu_scale:
+            self.resumed()
 
     def wait_for(self, done, call) -> None:
         """Drive progress until ``done()``; ``call`` names the MPI call for deadlock reports
