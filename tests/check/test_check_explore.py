@@ -74,3 +74,37 @@ def test_check_command_reports_coverage_when_nothing_fails():
                                   "--labels", "nic.recv_wqe", "--iterations", "16"])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "every execution within the bound was explored" in r.output
+
+
+def test_worker_processes_explore_exactly_what_a_sequential_search_does():
+    """Batches over two processes: same execution count, coverage and counterexample."""
+    from pyopenib.workers import Workers
+
+    ok_run = scenario_runner("bibw", credits_qp="own", iterations=12, mca_pairs=QUEUES)
+    bad_run = scenario_runner("bibw", credits_qp="smallest", iterations=40, mca_pairs=QUEUES)
+    labels = {"nic.recv_wqe", "nic.send_wqe"}
+    with Workers(2) as workers:
+        for run in (ok_run, bad_run):
+            alone = explore_exhaustive(run, labels, max_deviations=1)
+            shared = explore_exhaustive(run, labels, max_deviations=1, workers=workers)
+            assert (shared.executions, shared.complete, shared.choice_points) == (
+                alone.executions, alone.complete, alone.choice_points)  # fmt: skip
+            assert (shared.counterexample is None) == (alone.counterexample is None)
+            if alone.counterexample is not None:
+                assert shared.counterexample.script == alone.counterexample.script
+                assert shared.counterexample.outcome == alone.counterexample.outcome
+        cut = explore_exhaustive(ok_run, labels, max_deviations=1, max_executions=7,
+                                 workers=workers)  # fmt: skip
+        assert not cut.complete and cut.executions == 7
+        rand = explore_random(bad_run, runs=5, first_seed=3, workers=workers)
+        assert rand.executions == 1 and rand.seeds == [3]
+
+
+def test_check_with_dask_missing_says_how_to_install_it(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask", None)
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    r = CliRunner().invoke(main, ["check", "bibw", "--runs", "1", "--dask", "local"])
+    assert r.exit_code == 1
+    assert "pip install 'pyopenib[dask]'" in r.output

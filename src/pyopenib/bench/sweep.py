@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from ..btl import build_job_btls
 from ..btl.scenarios import SCENARIOS
 from ..errors import PyopenibError, register_topics
 from ..sim import make_simulator
+from ..workers import Workers
 from .osu import (
     DEFAULT_ITERATIONS,
     DEFAULT_WARMUP,
@@ -37,17 +37,7 @@ __all__ = ["TESTS", "POLICIES", "plan_points", "run_point", "run_sweep", "figure
 TESTS = (*OSU_TESTS, "policy")
 POLICIES = ("smallest", "own", "auto")
 
-register_topics(
-    {
-        "bench-dask-missing": (
-            "--dask needs dask.distributed, which is not installed ({reason}); install the "
-            "optional extra: pip install 'pyopenib[dask]'"
-        ),
-        "bench-dask-connect": "--dask {address}: cannot reach the Dask scheduler ({reason})",
-        "bench-bad-jobs": "--jobs {jobs}: the number of workers must be at least 1",
-        "bench-device": "--device {device} --credits-qp {policy}: {reason}",
-    }
-)
+register_topics({"bench-device": "--device {device} --credits-qp {policy}: {reason}"})
 
 # run_job swaps sys.modules['mpi4py'] and sys.stdout for the job's duration: two points
 # must never run at once in one process (a Dask worker may have several threads).
@@ -108,38 +98,8 @@ def run_point(point: Point) -> PointResult:
 def run_sweep(points: list[Point], jobs: int = 2, dask: str | None = None) -> list[PointResult]:
     """Results in ``points`` order: inline (``jobs=1``), in ``jobs`` worker processes, or
     on the Dask scheduler at ``dask`` (``"local"``: a local cluster of ``jobs`` workers)."""
-    if jobs < 1:
-        raise PyopenibError("bench-bad-jobs", jobs=jobs)
-    if dask is not None:
-        return _run_dask(points, dask, jobs)
-    if jobs == 1 or len(points) <= 1:
-        return [run_point(p) for p in points]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
-        return list(pool.map(run_point, points, chunksize=1))
-
-
-def _run_dask(points, address: str, jobs: int) -> list[PointResult]:
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError as exc:
-        raise PyopenibError("bench-dask-missing", reason=str(exc)) from None
-    cluster = None
-    try:
-        if address == "local":
-            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)  # fmt: skip
-            client = Client(cluster)
-        else:
-            client = Client(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise PyopenibError("bench-dask-connect", address=address, reason=str(exc)) from None
-    try:
-        futures = client.map(run_point, points, pure=False)
-        return client.gather(futures)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    with Workers(min(jobs, max(1, len(points))) if dask is None else jobs, dask) as workers:
+        return workers.map(run_point, points)
 
 
 def figures(test: str, results: list[PointResult]) -> list[Figure]:

@@ -10,7 +10,8 @@ import click
 
 from ..btl.scenarios import SCENARIOS
 from ..report import write_trace
-from ..sim import RandomOracle, Tracer
+from ..sim import NominalOracle, RandomOracle, Tracer
+from ..workers import Workers
 from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
 from .scenario_runs import RACE_LABELS, scenario_runner
 
@@ -55,8 +56,12 @@ def _shrink_iterations(passes, iterations: int) -> int:
 @click.option("--seed", type=int, default=0, show_default=True, help="Random: first seed.")
 @click.option("--trace", "trace_file", default=None,
               help="Write the counterexample's trace (.jsonl, .json, .png, .svg, .pdf).")  # fmt: skip
+@click.option("--jobs", type=int, default=2, show_default=True,
+              help="Worker processes (1 = inline); with --dask local, Dask workers.")  # fmt: skip
+@click.option("--dask", default=None, metavar="ADDRESS|local",
+              help="Run the executions on this Dask scheduler (or a local Dask cluster).")  # fmt: skip
 def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, deviations,
-          labels, max_executions, runs, seed, trace_file):  # fmt: skip
+          labels, max_executions, runs, seed, trace_file, jobs, dask):  # fmt: skip
     """Explore orderings of a scenario: find a counterexample or report the coverage.
 
     Unless btl_openib_receive_queues is given, scenarios here use small per-peer queues
@@ -67,11 +72,17 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
     common = dict(device=device, peer_device=peer_device, credits_qp=credits_qp,
                   mca_pairs=pairs)  # fmt: skip
     run = scenario_runner(name, iterations=iterations, **common)
+    run(NominalOracle())  # a bad device or MCA value: one clear error here, not in a worker
     policy = credits_qp or "auto"
     click.echo(f"{name} on {device}, credits_qp {policy}, {iterations} fragments per rank")
+    with Workers(jobs, dask) as workers:
+        if exhaustive:
+            label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
+            res = explore_exhaustive(run, label_set, deviations, max_executions,
+                                     workers=workers)  # fmt: skip
+        else:
+            res = explore_random(run, runs, seed, workers=workers)
     if exhaustive:
-        label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
-        res = explore_exhaustive(run, label_set, deviations, max_executions)
         click.echo(
             f"exhaustive: {res.executions} executions; {res.choice_points} branching choice "
             f"points in the nominal run; at most {deviations} deviation(s) from nominal timing"
@@ -98,7 +109,6 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
             write_trace(tracer.events, trace_file)
             click.echo(f"trace written to {trace_file}")
         sys.exit(1)
-    res = explore_random(run, runs, seed)
     if res.counterexample is None:
         click.echo(f"random: {res.executions} seeded runs ({seed}..{seed + runs - 1}), no failure")
         sys.exit(0)

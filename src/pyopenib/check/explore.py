@@ -98,16 +98,49 @@ def _script(deviations: tuple[tuple[int, int], ...]) -> list[int]:
     return script
 
 
+def _execute(task) -> tuple[bool, str, list]:
+    """One scripted execution (a worker's task): (ok, outcome, the branching points met)."""
+    run, script, labels = task
+    oracle = SelectiveScriptedOracle(script, labels)
+    ok, outcome = run(oracle)
+    return ok, outcome, oracle.trail
+
+
+def _execute_seed(task) -> tuple[bool, str]:
+    run, seed = task
+    return run(RandomOracle(seed))
+
+
+class _Inline:
+    """The executor when none is given: the tasks run here, one after the other."""
+
+    jobs = 1
+
+    @staticmethod
+    def map(fn, items) -> list:
+        return [fn(item) for item in items]
+
+
+def _batch_size(workers) -> int:
+    """Executions handed out at once: enough to keep every worker busy, few enough that
+    a search that stops at its first failure does little work past it."""
+    return 1 if workers.jobs == 1 and not getattr(workers, "dask", None) else 4 * workers.jobs
+
+
 def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions: int = 10_000,
-                       stop_at_first: bool = True) -> ExplorationResult:  # fmt: skip
+                       stop_at_first: bool = True, workers=None) -> ExplorationResult:  # fmt: skip
     """Breadth-first by number of deviations. ``run(oracle) -> (ok, outcome)``.
 
     An execution is the tuple of (choice index, option) where it leaves nominal timing;
     its children deviate once more at a later choice point, so no execution is visited
     twice, and the first failure found has the fewest deviations (a minimal
-    counterexample in that sense).
+    counterexample in that sense). With ``workers`` (a ``pyopenib.workers.Workers``; then
+    ``run`` must be picklable) the frontier is run in batches, in order: the result, the
+    counterexample and the execution count are the ones a sequential search gives.
     """
     labels = frozenset(labels) if labels is not None else None
+    workers = workers or _Inline()
+    batch = _batch_size(workers)
     frontier: deque[tuple[tuple[int, int], ...]] = deque([()])
     executions = 0
     nominal_points = 0
@@ -116,43 +149,53 @@ def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions
         if executions >= max_executions:
             return ExplorationResult(executions, False, nominal_points, first_failure,
                                      "exhaustive", max_deviations)  # fmt: skip
-        devs = frontier.popleft()
-        oracle = SelectiveScriptedOracle(_script(devs), labels)
-        ok, outcome = run(oracle)
-        executions += 1
-        trail = oracle.trail
-        if executions == 1:
-            nominal_points = len(trail)
-        if not ok:
-            ex = Execution(_script(devs), False, outcome, _deviations(trail))
-            if first_failure is None:
-                first_failure = ex
-            if stop_at_first:
-                return ExplorationResult(executions, False, nominal_points, first_failure,
-                                         "exhaustive", max_deviations)  # fmt: skip
-        if len(devs) >= max_deviations:
-            continue
-        start = devs[-1][0] + 1 if devs else 0
-        for j in range(start, len(trail)):
-            for alt in range(1, trail[j][1]):
-                frontier.append((*devs, (j, alt)))
+        take = min(batch, len(frontier), max_executions - executions)
+        chunk = [frontier.popleft() for _ in range(take)]
+        results = workers.map(_execute, [(run, _script(devs), labels) for devs in chunk])
+        for devs, (ok, outcome, trail) in zip(chunk, results, strict=True):
+            executions += 1
+            if executions == 1:
+                nominal_points = len(trail)
+            if not ok:
+                ex = Execution(_script(devs), False, outcome, _deviations(trail))
+                if first_failure is None:
+                    first_failure = ex
+                if stop_at_first:
+                    return ExplorationResult(executions, False, nominal_points, first_failure,
+                                             "exhaustive", max_deviations)  # fmt: skip
+            if len(devs) >= max_deviations:
+                continue
+            start = devs[-1][0] + 1 if devs else 0
+            for j in range(start, len(trail)):
+                for alt in range(1, trail[j][1]):
+                    frontier.append((*devs, (j, alt)))
     return ExplorationResult(executions, True, nominal_points, first_failure, "exhaustive",
                              max_deviations)  # fmt: skip
 
 
-def explore_random(run, runs: int = 100, first_seed: int = 0,
-                   stop_at_first: bool = True) -> ExplorationResult:  # fmt: skip
-    """Seeded random oracles ``first_seed .. first_seed + runs - 1``."""
+def explore_random(run, runs: int = 100, first_seed: int = 0, stop_at_first: bool = True,
+                   workers=None) -> ExplorationResult:  # fmt: skip
+    """Seeded random oracles ``first_seed .. first_seed + runs - 1`` (in batches over
+    ``workers`` when given; the outcome is the sequential one)."""
+    workers = workers or _Inline()
+    batch = _batch_size(workers)
     failure = None
     seeds = []
     done = 0
-    for seed in range(first_seed, first_seed + runs):
-        ok, outcome = run(RandomOracle(seed))
-        done += 1
-        if not ok:
-            seeds.append(seed)
-            if failure is None:
-                failure = Execution([seed], False, outcome)
-            if stop_at_first:
-                break
+    next_seed = first_seed
+    end = first_seed + runs
+    while next_seed < end:
+        chunk = list(range(next_seed, min(end, next_seed + batch)))
+        next_seed = chunk[-1] + 1
+        for seed, (ok, outcome) in zip(chunk, workers.map(_execute_seed,
+                                                          [(run, s) for s in chunk]),
+                                       strict=True):  # fmt: skip
+            done += 1
+            if not ok:
+                seeds.append(seed)
+                if failure is None:
+                    failure = Execution([seed], False, outcome)
+                if stop_at_first:
+                    return ExplorationResult(done, done == runs, 0, failure, "random",
+                                             seeds=seeds)  # fmt: skip
     return ExplorationResult(done, done == runs, 0, failure, "random", seeds=seeds)
