@@ -17,6 +17,7 @@ from .frag import (
     CTS,
     HDR_LEN,
     HEADER,
+    QP_TX_BATCH_COUNT,
     TAG_IB,
 )
 
@@ -148,6 +149,7 @@ class ConnectionSetup:
         CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CTS, q, 0)
         frag.length = HDR_LEN + CTL_LEN
         ep.cts_sent = True
+        ep.wqe_count[q] = QP_TX_BATCH_COUNT  # a signaled post restarts sendi's count
         self._post_send_frag(ep, q, frag, WrOpcode.SEND)
         self._trace("cts_sent", ep, wr_id=frag.trace_id, qpn=ep.qps[q].qp_num)
 

@@ -272,6 +272,7 @@ class CreditFlow:
                 self._trace("credit_msg_deferred", ep, qp=q, cm_sent=ep.cm_sent[q])
                 return
         order = self._credit_order(q)
+        ep.wqe_count[q] = QP_TX_BATCH_COUNT  # Open MPI restarts the credited queue's count
         frag = ep.credit_frag[q]
         if frag is None:
             frag = self._get_frag(order, CREDIT)
