@@ -43,3 +43,36 @@ def test_issue_command_on_t3_with_the_shipped_ini_and_no_queue_override():
     assert "iWARP TERMINATE" in bad.output
     good = CliRunner().invoke(main, [*args, str(PROGRAM)])  # auto: the INI says own for T3
     assert good.exit_code == 0, good.output
+
+
+def test_stats_show_one_send_completion_per_batch_of_sendi_sends():
+    """``pyopenib run --stats``: per rank and QP, the small messages of a ping-pong go
+    out mostly unsignaled; every fragment is accounted as unsignaled or completed."""
+    import io
+
+    from pyopenib.btl import job_stats
+    from pyopenib.mpi import run_job
+    from pyopenib.mpi.commands import _keeping, openib_btls
+
+    btls: list = []
+    prog = Path(__file__).resolve().parents[2] / "examples" / "osu_latency.py"
+    result = run_job(str(prog), 2, _keeping(openib_btls("mellanox-hermon", [], 1), btls),
+                     ["-m", "8"], stdout=io.StringIO(), stderr=io.StringIO())  # fmt: skip
+    assert result.exit_code == 0
+    small = [row for row in job_stats(btls) if row.qp == 0]
+    assert len(small) == 2
+    for row in small:
+        assert row.frags > 500 and row.credit_msgs == 0
+        assert row.completions + row.unsignaled == row.frags
+        assert row.unsignaled > 30 * row.completions  # about 63 of every 64
+
+
+def test_run_stats_flag_prints_the_table_on_stderr():
+    from click.testing import CliRunner
+
+    from pyopenib.cli import main
+
+    prog = Path(__file__).resolve().parents[2] / "examples" / "osu_latency.py"
+    r = CliRunner().invoke(main, ["run", "-n", "2", "--stats", str(prog), "-m", "8"])
+    assert r.exit_code == 0, r.output
+    assert "send CQEs" in r.output and "unsignaled" in r.output

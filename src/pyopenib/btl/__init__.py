@@ -12,6 +12,7 @@ from .cluster import OobChannel, build_job_btls
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
+from .stats import QpStats, job_stats, stats_table
 
 __all__ = [
     "BtlModule",
@@ -24,4 +25,7 @@ __all__ = [
     "Bml",
     "OobChannel",
     "build_job_btls",
+    "QpStats",
+    "job_stats",
+    "stats_table",
 ]

@@ -55,6 +55,7 @@ class EagerRdmaChannels:
         total = frag.length + FOOTER_LEN
         remote = ep.eager_remote
         ep.eager_frags_sent += 1
+        self.eager_sent[q] += 1
         self.frags_sent[q] += 1
         self.bytes_sent[q] += total
         self._post_frag(ep, q, frag, total, sendi, _RDMA_WRITE,

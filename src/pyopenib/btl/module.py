@@ -148,6 +148,9 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         # statistics
         self.frags_sent = [0] * len(self.queues)
         self.bytes_sent = [0] * len(self.queues)
+        self.eager_sent = [0] * len(self.queues)  # of frags_sent: through an eager-RDMA ring
+        self.send_completions = [0] * len(self.queues)  # send-side CQEs reaped, per QP
+        self.unsignaled_sends = [0] * len(self.queues)
         self.credit_msgs_on = [0] * len(self.queues)
         for i, q in enumerate(self.queues):
             if q.kind == "S":
@@ -338,6 +341,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         if flags & _SIGNALED:
             self._carry_unsignaled(ep, q, frag)
         else:
+            self.unsignaled_sends[q] += 1
             ep.sd_wqe_inflight[q] += 1
             if not frag.eager and self.queues[q].kind == "S":
                 ep.srq_credits_inflight[q] += 1
@@ -400,6 +404,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             return
         ep = frag.ep
         kind = frag.kind
+        self.send_completions[frag.order] += 1
         if kind == SEND:
             q = frag.qp
             ep.sd_wqe[q] += 1

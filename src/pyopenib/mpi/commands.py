@@ -93,6 +93,8 @@ def openib_btls(devices, mca_pairs, ppn: int):
 @click.option("--tag-output", is_flag=True, help="Prefix lines with [1,rank]<stdout>:.")
 @click.option("--timeout", type=float, default=None, help="Give up after this many sim seconds.")
 @click.option("--cpu-scale", type=float, default=0.0, help="Charge CPU time x F as sim time.")
+@click.option("--stats", is_flag=True,
+              help="After the job, print per-rank, per-QP openib counters on stderr.")  # fmt: skip
 @click.argument("program", type=click.Path(exists=True, dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run(
@@ -106,6 +108,7 @@ def run(
     tag_output,
     timeout,
     cpu_scale,
+    stats,
     program,
     args,
 ):
@@ -116,6 +119,9 @@ def run(
         raise PyopenibError("run-device-choice")
     chosen = parse_devices(devices, nprocs) if devices else (device or DEFAULT_DEVICE)
     make_btls = openib_btls(chosen, mca, ppn)
+    btls: list = []
+    if stats:
+        make_btls = _keeping(make_btls, btls)
     tracer = Tracer() if trace_path else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
     result = run_job(
@@ -131,4 +137,26 @@ def run(
     )
     if tracer is not None:
         write_trace(tracer.events, trace_path)
+    if stats and btls:
+        _print_stats(btls, result.sim_time_ps)
     sys.exit(result.exit_code)
+
+
+def _keeping(make_btls, kept: list):
+    """``make_btls`` that also keeps the modules it builds (for ``--stats``)."""
+
+    def make(sim, nprocs):
+        btls = make_btls(sim, nprocs)
+        kept.extend(btls)
+        return btls
+
+    return make
+
+
+def _print_stats(btls, sim_time_ps: int) -> None:
+    from rich.console import Console
+
+    from ..btl import job_stats, stats_table
+
+    title = f"openib per rank and QP (job ended at {sim_time_ps / 1e6:,.3f} us simulated)"
+    Console(stderr=True, width=160).print(stats_table(job_stats(btls), title))

@@ -1,0 +1,93 @@
+"""What each rank's openib module did, per queue pair: the counters behind ``pyopenib run
+--stats``. An MPI engineer sees where the fragments went, how many explicit credit
+messages each QP carried, how many credits rode on data, and how many send completions
+the NIC had to write (``sendi`` asks for one per 64 sends) — per rank, per QP index,
+summed over the rank's peers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.table import Table
+
+__all__ = ["QpStats", "job_stats", "stats_table"]
+
+
+@dataclass(frozen=True)
+class QpStats:
+    rank: int
+    qp: int
+    queue: str
+    """The receive_queues entry of this QP (``P,128,256,192,128``)."""
+    frags: int
+    bytes: int
+    eager_rdma: int
+    """Fragments written through an eager-RDMA ring (included in ``frags``)."""
+    credit_msgs: int
+    """Explicit credit messages posted on this QP (whichever queue they credit)."""
+    piggybacked: int
+    """Credits of this QP returned in the header of a data fragment."""
+    completions: int
+    """Send-side completions reaped on this QP (sends, credit messages, CTS, puts, gets)."""
+    unsignaled: int
+    """Sends posted without a completion (``sendi``)."""
+    rnr_naks: int
+    """RNR NAKs this rank's QPs received (InfiniBand; always 0 on per-peer queues unless
+    the credit protocol failed)."""
+    retransmissions: int
+
+
+def _openib(btl):
+    """The openib module of a rank: the module itself, or the BML's (None: sm only)."""
+    if hasattr(btl, "frags_sent"):
+        return btl
+    return btl.openib if getattr(btl, "uses_openib", False) else None
+
+
+def job_stats(btls) -> list[QpStats]:
+    """One row per rank and QP index, in rank order (ranks with no openib peer: none)."""
+    rows = []
+    for btl in btls:
+        m = _openib(btl)
+        if m is None:
+            continue
+        for q, spec in enumerate(m.queues):
+            eps = list(m.endpoints.values())
+            hw = [ep.qps[q].hw for ep in eps if ep.qps[q] is not None]
+            rows.append(QpStats(
+                rank=m.rank, qp=q, queue=spec.spec(), frags=m.frags_sent[q],
+                bytes=m.bytes_sent[q], eager_rdma=m.eager_sent[q],
+                credit_msgs=m.credit_msgs_on[q],
+                piggybacked=sum(ep.piggybacked[q] for ep in eps),
+                completions=m.send_completions[q], unsignaled=m.unsignaled_sends[q],
+                rnr_naks=sum(h.rnr_naks_received for h in hw),
+                retransmissions=sum(h.retransmissions for h in hw),
+            ))  # fmt: skip
+    return rows
+
+
+_COLUMNS = (
+    ("rank", "rank"),
+    ("QP", "qp"),
+    ("receive queue", "queue"),
+    ("fragments", "frags"),
+    ("bytes", "bytes"),
+    ("eager RDMA", "eager_rdma"),
+    ("credit msgs", "credit_msgs"),
+    ("piggybacked", "piggybacked"),
+    ("send CQEs", "completions"),
+    ("unsignaled", "unsignaled"),
+    ("RNR NAKs", "rnr_naks"),
+    ("retransmits", "retransmissions"),
+)
+
+
+def stats_table(rows: list[QpStats], title: str) -> Table:
+    table = Table(title=title)
+    for header, _ in _COLUMNS:
+        table.add_column(header, justify="left" if header == "receive queue" else "right")
+    for row in rows:
+        table.add_row(*(f"{getattr(row, field):,}" if isinstance(getattr(row, field), int)
+                        else str(getattr(row, field)) for _, field in _COLUMNS))  # fmt: skip
+    return table
