@@ -151,6 +151,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self.eager_sent = [0] * len(self.queues)  # of frags_sent: through an eager-RDMA ring
         self.send_completions = [0] * len(self.queues)  # send-side CQEs reaped, per QP
         self.unsignaled_sends = [0] * len(self.queues)
+        self.rdma_ops = [0] * len(self.queues)  # puts and gets (the rendezvous bulk)
         self.credit_msgs_on = [0] * len(self.queues)
         for i, q in enumerate(self.queues):
             if q.kind == "S":
@@ -380,6 +381,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         ``sendi``'s count to the next completion, as every signaled post does."""
         self._carry_unsignaled(ep, q, wr.wr_id)
         ep.wqe_count[q] = QP_TX_BATCH_COUNT
+        self.rdma_ops[q] += 1
         ep.qps[q].post_send(wr)
 
     # -- receive buffers ------------------------------------------------------------------

@@ -24,6 +24,8 @@ class QpStats:
     bytes: int
     eager_rdma: int
     """Fragments written through an eager-RDMA ring (included in ``frags``)."""
+    rdma_ops: int
+    """RDMA writes and reads posted on this QP (the bulk of rendezvous messages)."""
     credit_msgs: int
     """Explicit credit messages posted on this QP (whichever queue they credit)."""
     piggybacked: int
@@ -57,7 +59,7 @@ def job_stats(btls) -> list[QpStats]:
             hw = [ep.qps[q].hw for ep in eps if ep.qps[q] is not None]
             rows.append(QpStats(
                 rank=m.rank, qp=q, queue=spec.spec(), frags=m.frags_sent[q],
-                bytes=m.bytes_sent[q], eager_rdma=m.eager_sent[q],
+                bytes=m.bytes_sent[q], eager_rdma=m.eager_sent[q], rdma_ops=m.rdma_ops[q],
                 credit_msgs=m.credit_msgs_on[q],
                 piggybacked=sum(ep.piggybacked[q] for ep in eps),
                 completions=m.send_completions[q], unsignaled=m.unsignaled_sends[q],
@@ -74,6 +76,7 @@ _COLUMNS = (
     ("fragments", "frags"),
     ("bytes", "bytes"),
     ("eager RDMA", "eager_rdma"),
+    ("puts/gets", "rdma_ops"),
     ("credit msgs", "credit_msgs"),
     ("piggybacked", "piggybacked"),
     ("send CQEs", "completions"),
