@@ -86,3 +86,107 @@ def test_cli_bad_size_exits_1():
     result = CliRunner().invoke(main, ["perftest", "send_lat", "--device", "t3", "--size", "0"])
     assert result.exit_code == 1
     assert "--size 0 is out of range" in result.output
+
+
+# -- CQ moderation (perftest's -Q/--cq-mod, DEF_CQ_MOD 100) ---------------------------------
+
+
+def _spy_send_cq_polls(monkeypatch):
+    """Count the send-CQ completions the bandwidth sender polls (side 0's send CQ)."""
+    from pyopenib.verbs import perftest as pt
+
+    polled = []
+    real = pt._Run._completions
+
+    def spy(self, cq, block=True):
+        wcs = real(self, cq, block)
+        if cq is self.send_cq[0]:
+            polled.extend(wc.wr_id for wc in wcs)
+        return wcs
+
+    monkeypatch.setattr(pt._Run, "_completions", spy)
+    return polled
+
+
+@pytest.mark.parametrize("test", ["send_bw", "write_bw"])
+@pytest.mark.parametrize(("iters", "cq_mod"), [(1000, 100), (1000, 1), (250, 100), (50, 7)])
+def test_bandwidth_sender_gets_one_send_completion_per_cq_mod_wrs(monkeypatch, test, iters, cq_mod):
+    polled = _spy_send_cq_polls(monkeypatch)
+    setup, (row,) = run_perftest(
+        test, get_device_model("connectx"), sizes=(64,), iters=iters, cq_mod=cq_mod
+    )
+    assert setup.cq_moderation == cq_mod
+    # WR k is signalled when k % cq_mod == cq_mod - 1, and the last WR always
+    expected = [k for k in range(iters) if k % cq_mod == cq_mod - 1 or k == iters - 1]
+    assert polled == expected
+    assert row.iterations == iters and 0 < row.bw_avg <= row.bw_peak * (1 + 1e-9)
+
+
+def test_cq_moderation_defaults_and_clamps_as_perftest():
+    model = get_device_model("connectx")
+    # DEF_CQ_MOD; off above MSG_SIZE_CQ_MOD_LIMIT (8 KiB) unless -a or -Q; <= tx_depth
+    assert run_perftest("send_bw", model, sizes=(8192,), iters=100)[0].cq_moderation == 100
+    assert run_perftest("send_bw", model, sizes=(8193,), iters=100)[0].cq_moderation == 1
+    big = run_perftest("write_bw", model, sizes=(65536,), iters=100, run_all=True)[0]
+    assert big.cq_moderation == 100
+    assert (
+        run_perftest("send_bw", model, sizes=(65536,), iters=100, cq_mod=50)[0].cq_moderation == 50
+    )
+    clamped = run_perftest("send_bw", model, sizes=(8,), iters=100, tx_depth=16, cq_mod=1024)[0]
+    assert (clamped.tx_depth, clamped.cq_moderation) == (16, 16)
+    assert run_perftest("send_bw", model, sizes=(8,), iters=20)[0].tx_depth == 20  # tx <= iters
+
+
+# `pyopenib perftest ... -n 200` rows before CQ moderation existed (commit f3bb8bb):
+# every send was signalled. --cq-mod 1 must give them back to the digit.
+_ROWS_BEFORE_CQ_MOD = {
+    (
+        "send_bw",
+        "chelsio-t3",
+        8,
+    ): " 8          200                  2.80               2.80             0.366434",
+    (
+        "send_bw",
+        "connectx",
+        8,
+    ): " 8          200                 16.68              16.68             2.186791",
+    (
+        "write_bw",
+        "connectx",
+        8,
+    ): " 8          200                 16.68              16.68             2.186696",
+    (
+        "send_bw",
+        "connectx",
+        65536,
+    ): " 65536      200               3019.01            3019.01             0.048304",
+}
+
+
+@pytest.mark.parametrize(("test", "device", "size"), sorted(_ROWS_BEFORE_CQ_MOD))
+def test_cq_mod_1_reproduces_the_figures_from_before_cq_moderation(test, device, size):
+    args = ["perftest", test, "--device", device, "-s", str(size), "-n", "200", "--cq-mod", "1"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "CQ Moderation   : 1\n" in result.output
+    assert _ROWS_BEFORE_CQ_MOD[(test, device, size)] in result.output.splitlines()
+
+
+def test_cli_header_shows_the_cq_moderation_used():
+    def header(*args):
+        result = CliRunner().invoke(main, ["perftest", *args, "--device", "t3", "-n", "100"])
+        assert result.exit_code == 0, result.output
+        return re.search(r"^ CQ Moderation   : (\d+)$", result.output, re.M).group(1)
+
+    assert header("send_bw", "-s", "8") == "100"
+    assert header("write_bw", "-s", "8", "--cq-mod", "10") == "10"
+    assert header("send_bw") == "1"  # 64 KiB without -a: perftest disables moderation
+    assert header("send_bw", "-s", "8", "-t", "32") == "32"  # never above the TX depth
+    lat = CliRunner().invoke(main, ["perftest", "send_lat", "--device", "t3", "-n", "10"])
+    assert "CQ Moderation" not in lat.output  # perftest prints it for BW tests only
+
+
+def test_cli_bad_cq_mod_exits_1():
+    result = CliRunner().invoke(main, ["perftest", "send_bw", "--device", "t3", "-Q", "0"])
+    assert result.exit_code == 1
+    assert "--cq-mod 0 is out of range (1 .. 1024)" in result.output

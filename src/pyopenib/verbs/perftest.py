@@ -38,6 +38,10 @@ DEF_SIZE_BW = 65536
 DEF_ITERS = 1000
 DEF_TX_BW = 128
 DEF_RX_SEND = 512
+DEF_CQ_MOD = 100  # perftest_parameters.h
+MIN_CQ_MOD, MAX_CQ_MOD = 1, 1024
+MSG_SIZE_CQ_MOD_LIMIT = 8192  # above it perftest turns moderation off unless -a or -Q
+DISABLED_CQ_MOD_VALUE = 1
 _MB = 0x100000  # perftest's MB/sec is MiB/s
 _POLL_BATCH = 16
 _LAT_SIGNAL_EVERY = 64  # unsignaled sends in latency loops; drain the send CQ now and then
@@ -47,6 +51,7 @@ register_topics(
         "perftest-unknown-test": "unknown perftest test {test!r}; valid tests: {valid}",
         "perftest-bad-size": "--size {size} is out of range (1 .. {max})",
         "perftest-bad-iters": "--iters {iters} is out of range (5 .. 100000000)",
+        "perftest-bad-cq-mod": "--cq-mod {cq_mod} is out of range (1 .. 1024)",
         "perftest-completion-error": "{test} on {device}: work completion wr_id {wr_id} "
         "failed with {status} at t={time_us:.3f} us",
         "perftest-stalled": "{test} on {device}: the test stalled at t={time_us:.3f} us "
@@ -107,6 +112,19 @@ def _psn(seed: int, qpn: int) -> int:
     return (qpn * 0x9E3779B1 + seed * 0x85EBCA6B) & 0xFFFFFF
 
 
+def cq_moderation(test: str, size: int, tx_depth: int, cq_mod=None, run_all=False) -> int:
+    """The CQ moderation perftest's ``force_dependecies`` settles on: ``DEF_CQ_MOD`` (100)
+    unless ``-Q/--cq-mod`` asks for another value; without ``-Q`` and ``-a`` it is
+    ``DISABLED_CQ_MOD_VALUE`` (1) for messages above ``MSG_SIZE_CQ_MOD_LIMIT`` (8 KiB);
+    never above ``tx_depth``. Latency tests signal on their own schedule (1 here)."""
+    if test.endswith("_lat"):
+        return 1
+    mod = DEF_CQ_MOD if cq_mod is None else cq_mod
+    if cq_mod is None and not run_all and size > MSG_SIZE_CQ_MOD_LIMIT:
+        mod = DISABLED_CQ_MOD_VALUE
+    return min(mod, tx_depth)
+
+
 def run_perftest(
     test: str,
     model,
@@ -115,11 +133,15 @@ def run_perftest(
     seed: int = 0,
     random_timing: bool = False,
     tx_depth: int | None = None,
+    cq_mod: int | None = None,
+    run_all: bool = False,
 ):
     """Run ``test`` for each size on two hosts with ``model`` through one switch.
 
-    Returns ``(PerftestSetup, [result per size])``. Each size runs on a fresh simulator
-    (same seed) so rows are independent and reproducible.
+    ``cq_mod`` is perftest's ``-Q/--cq-mod`` (None: its default, see ``cq_moderation``);
+    ``run_all`` is ``-a``, which keeps moderation on for every size. Returns
+    ``(PerftestSetup, [result per size])``. Each size runs on a fresh simulator (same
+    seed) so rows are independent and reproducible.
     """
     if test not in TESTS:
         raise PyopenibError("perftest-unknown-test", test=test, valid=", ".join(TESTS))
@@ -131,10 +153,14 @@ def run_perftest(
             raise PyopenibError("perftest-bad-size", size=size, max=ALL_SIZES[-1])
     if not 5 <= iters <= 100_000_000:
         raise PyopenibError("perftest-bad-iters", iters=iters)
-    tx = tx_depth or (1 if latency else DEF_TX_BW)
+    if cq_mod is not None and not MIN_CQ_MOD <= cq_mod <= MAX_CQ_MOD:
+        raise PyopenibError("perftest-bad-cq-mod", cq_mod=cq_mod)
+    # force_dependecies: the TX depth never exceeds the iterations
+    tx = min(tx_depth or (1 if latency else DEF_TX_BW), iters, model.max_qp_wr)
     rows, setup = [], None
     for size in sizes:
-        run = _Run(test, model, size, iters, seed, random_timing, tx)
+        mod = cq_moderation(test, size, tx, cq_mod, run_all)
+        run = _Run(test, model, size, iters, seed, random_timing, tx, mod)
         rows.append(run.measure())
         setup = setup or run.setup()
     return setup, rows
@@ -143,7 +169,7 @@ def run_perftest(
 class _Run:
     """One size of one test: two connected hosts and their rank processes."""
 
-    def __init__(self, test, model, size, iters, seed, random_timing, tx_depth):
+    def __init__(self, test, model, size, iters, seed, random_timing, tx_depth, cq_mod=1):
         self.test = test
         self.model = model
         self.size = size
@@ -151,6 +177,7 @@ class _Run:
         self.seed = seed
         self.latency = test.endswith("_lat")
         self.tx_depth = min(tx_depth, model.max_qp_wr)
+        self.cq_mod = min(cq_mod, self.tx_depth)
         self.rx_depth = min(DEF_RX_SEND if test.startswith("send") else 1, model.max_qp_wr - 1)
         self.max_inline = model.max_inline if self.latency else 0
         self.sim = sim = make_simulator(seed, randomize=random_timing)
@@ -182,7 +209,7 @@ class _Run:
         m = self.model
         return PerftestSetup(self.test, m.id, m.transport, m.link_layer, m.mtu_max,
                              self.tx_depth, self.rx_depth, self.max_inline,
-                             1, ends[0], ends[1])  # fmt: skip
+                             self.cq_mod, ends[0], ends[1])  # fmt: skip
 
     # -- verbs helpers ----------------------------------------------------------------
     def _sge(self, side: int, region: int = 0) -> tuple[Sge, ...]:
@@ -246,7 +273,7 @@ class _Run:
         if self.latency:
             factor = 1 if self.test == "read_lat" else 2
             return _latency(self.size, self.iters, stamps, factor)
-        return _bandwidth(self.size, self.iters, *stamps)
+        return _bandwidth(self.size, self.iters, *stamps, cq_mod=self.cq_mod)
 
 
 # -- rank programs (greenlet processes) -------------------------------------------------
@@ -322,20 +349,25 @@ def _read_lat(run: _Run) -> list[int]:
 
 
 def _bw_sender(run: _Run, opcode: WrOpcode):
-    """Keep ``tx_depth`` WRs outstanding; time-stamp each post and each completion."""
+    """perftest's ``run_iter_bw`` with one QP and no post list: keep ``tx_depth`` WRs
+    outstanding, signal WR ``k`` only when ``k % cq_mod == cq_mod - 1`` or it is the last,
+    and count every send CQE as ``cq_mod`` completions (the last one as what remains,
+    ``fill_count``). ``tposted[k]`` is stamped before each post, ``tcompleted[c - 1]``
+    when a CQE brings the count to ``c``; the other ``tcompleted`` entries stay unset."""
     sim, qp = run.sim, run.qp[0]
     run._handshake()
-    n = run.iters
+    n, mod = run.iters, run.cq_mod
     posted_at, completed_at = [0] * n, [0] * n
     posted = completed = 0
     while completed < n:
         while posted < n and posted - completed < run.tx_depth:
             posted_at[posted] = sim.now
-            qp.post_send(run._send_wr(0, posted, opcode, True))
+            signaled = posted % mod == mod - 1 or posted == n - 1
+            qp.post_send(run._send_wr(0, posted, opcode, signaled))
             posted += 1
         for _wc in run._completions(run.send_cq[0]):
-            completed_at[completed] = sim.now
-            completed += 1
+            completed += min(mod, n - completed)
+            completed_at[completed - 1] = sim.now
     return posted_at, completed_at
 
 
@@ -375,13 +407,21 @@ def _latency(size: int, iters: int, stamps: list[int], rtt_factor: int) -> Laten
                          percentile(0.999))  # fmt: skip
 
 
-def _bandwidth(size, iters, posted_at, completed_at) -> BandwidthResult:
-    """``print_report_bw``: average over the whole run; peak over the best window
-    (min over i <= j of (tcompleted[j] - tposted[i]) / (j - i + 1))."""
+def _bandwidth(size, iters, posted_at, completed_at, cq_mod: int = 1) -> BandwidthResult:
+    """``print_report_bw``: average over the whole run, (tcompleted[n-1] - tposted[0]);
+    peak over the best window, min over i <= j of (tcompleted[j] - tposted[i]) /
+    (j - i + 1), where j runs only over the stamped entries: j = k * cq_mod - 1 and,
+    when cq_mod does not divide n, the last one."""
     tp = np.asarray(posted_at, dtype=np.float64)
     tc = np.asarray(completed_at, dtype=np.float64)
-    counts = np.arange(1, iters + 1, dtype=np.float64)
-    best = min(float(np.min((tc[i:] - tp[i]) / counts[: iters - i])) for i in range(iters))
+    js = np.arange(cq_mod - 1, iters, cq_mod)
+    if iters % cq_mod:
+        js = np.append(js, iters - 1)
+    tcj, counts = tc[js], js.astype(np.float64) + 1
+    first = np.searchsorted(js, np.arange(iters))  # first stamped j >= i
+    best = min(
+        float(np.min((tcj[first[i] :] - tp[i]) / (counts[first[i] :] - i))) for i in range(iters)
+    )
     elapsed_s = float(tc[-1] - tp[0]) / 1e12
     bw_avg = size * iters / elapsed_s / _MB
     bw_peak = size / (best / 1e12) / _MB

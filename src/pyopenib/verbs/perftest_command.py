@@ -84,14 +84,23 @@ def format_report(setup, rows) -> str:
 @click.option("-n", "--iters", type=int, default=DEF_ITERS, show_default=True)
 @click.option("-a", "--all", "all_sizes", is_flag=True, help="Sizes 2 .. 2^23 (powers of two).")
 @click.option("-t", "--tx-depth", type=int, default=None, help="Outstanding sends (bw: 128).")
+@click.option(
+    "-Q",
+    "--cq-mod",
+    type=int,
+    default=None,
+    help="Bandwidth tests: one signalled send per N (default 100; 1 above 8 KiB without -a).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--random-timing", is_flag=True, help="Draw durations inside the intervals.")
-def perftest(test, device, size, iters, all_sizes, tx_depth, seed, random_timing):
+def perftest(test, device, size, iters, all_sizes, tx_depth, cq_mod, seed, random_timing):
     """perftest (ib_send_lat, ib_send_bw, ...) between two simulated hosts through a switch.
 
     All times are simulated. Latency tests report half the ping-pong round trip
     (read_lat: the whole READ round trip)."""
     model = get_device_model(device)
     sizes = ALL_SIZES if all_sizes else (None if size is None else (size,))
-    setup, rows = run_perftest(test, model, sizes, iters, seed, random_timing, tx_depth)
+    setup, rows = run_perftest(
+        test, model, sizes, iters, seed, random_timing, tx_depth, cq_mod, run_all=all_sizes
+    )
     click.echo(format_report(setup, rows))
