@@ -98,7 +98,7 @@ def run_point(point: Point) -> PointResult:
 def run_sweep(points: list[Point], jobs: int = 2, dask: str | None = None) -> list[PointResult]:
     """Results in ``points`` order: inline (``jobs=1``), in ``jobs`` worker processes, or
     on the Dask scheduler at ``dask`` (``"local"``: a local cluster of ``jobs`` workers)."""
-    with Workers(min(jobs, max(1, len(points))) if dask is None else jobs, dask) as workers:
+    with Workers(jobs, dask) as workers:
         return workers.map(run_point, points)
 
 

@@ -115,6 +115,7 @@ class _Inline:
     """The executor when none is given: the tasks run here, one after the other."""
 
     jobs = 1
+    dask = None
 
     @staticmethod
     def map(fn, items) -> list:
@@ -124,7 +125,7 @@ class _Inline:
 def _batch_size(workers) -> int:
     """Executions handed out at once: enough to keep every worker busy, few enough that
     a search that stops at its first failure does little work past it."""
-    return 1 if workers.jobs == 1 and not getattr(workers, "dask", None) else 4 * workers.jobs
+    return 1 if workers.jobs == 1 and workers.dask is None else 4 * workers.jobs
 
 
 def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions: int = 10_000,
