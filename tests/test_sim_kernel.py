@@ -167,3 +167,41 @@ def test_cancelled_timer_is_skipped_by_peek():
     sim.schedule(20, print)
     t.cancel()
     assert sim.peek() == 20
+
+
+def test_withdrawn_timers_are_not_counted_as_executed_events():
+    for kwargs in ({}, {"until": 1_000}, {"max_events": 10}):
+        sim = Simulator()
+        sim.schedule(5, int)
+        sim.timer(7, int).cancel()
+        sim.timer(9, int).cancel()
+        sim.schedule(11, int)
+        assert sim.run(**kwargs) == 2, kwargs
+        assert sim.events_run == 2
+        assert sim.timers_withdrawn == 2
+
+
+def test_max_events_counts_callbacks_not_withdrawn_timers():
+    sim = Simulator()
+    seen = []
+    sim.timer(1, seen.append, "withdrawn").cancel()
+    sim.schedule(2, seen.append, "a")
+    sim.schedule(3, seen.append, "b")
+    assert sim.run(max_events=2) == 2
+    assert seen == ["a", "b"]
+
+
+def test_events_run_counts_the_callbacks_of_a_run_that_raised():
+    sim = Simulator()
+    sim.schedule(1, int)
+
+    def boom():
+        raise RuntimeError("stop")
+
+    sim.schedule(2, boom)
+    sim.schedule(3, int)
+    try:
+        sim.run()
+    except RuntimeError:
+        pass
+    assert sim.events_run == 2

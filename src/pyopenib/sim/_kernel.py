@@ -10,7 +10,8 @@ Semantics (what the rest of the project may rely on):
   through ``choose``/``duration``; the kernel itself never reorders.
 * ``run(until=None, max_events=None)`` executes events until the heap is empty, the next
   event lies beyond ``until`` (the clock is then advanced to ``until``) or ``max_events``
-  callbacks ran. It returns the number of callbacks executed.
+  callbacks ran. It returns the number of callbacks executed; a withdrawn timer is not one
+  (``events_run`` counts only callbacks that ran, and ``timers_withdrawn`` the rest).
 * Processes are greenlets (``spawn``): rank programs and test drivers written as blocking
   code. Inside one, ``sleep(d)`` and ``wait(event)`` block; hardware uses plain callbacks.
 * An exception raised by a callback or a process propagates out of ``run``.
@@ -107,6 +108,7 @@ class Simulator:
         if tracer is not None:
             tracer.bind(self)
         self.events_run = 0
+        self.timers_withdrawn = 0
         self._heap: list = []
         self._seq = 0
         self._loop = getcurrent()
@@ -120,9 +122,6 @@ class Simulator:
         self._seq = seq = self._seq + 1
         heappush(self._heap, (self.now + delay, seq, fn, args))
 
-    def schedule_at(self, when: int, fn, *args) -> None:
-        self.schedule(when - self.now, fn, *args)
-
     def timer(self, delay: int, fn, *args) -> Timer:
         """Like ``schedule`` but returns a ``Timer`` whose ``cancel()`` withdraws the call."""
         timer = Timer(self.now + delay, fn, args)
@@ -134,21 +133,33 @@ class Simulator:
         heap = self._heap
         while heap and type(heap[0][2]) is Timer and heap[0][2].cancelled:
             heappop(heap)
+            self.timers_withdrawn += 1
         return heap[0][0] if heap else None
 
     def run(self, until: int | None = None, max_events: int | None = None) -> int:
         """Execute events; see the module docstring. Returns the callbacks executed."""
         self._loop = getcurrent()
         heap = self._heap
-        pop = heappop
         # Every push is one pop: the count is the sequence numbers handed out meanwhile plus
-        # the shrinkage of the heap, so the loops below keep no counter of their own.
+        # the shrinkage of the heap, less the withdrawn timers popped unrun, so the loops
+        # below count only on the rare withdrawn-timer branch.
         start = self._seq - len(heap)
+        withdrawn = self.timers_withdrawn
+        try:
+            self._run(heap, until, max_events)
+        finally:
+            ran = self._seq - len(heap) - start - (self.timers_withdrawn - withdrawn)
+            self.events_run += ran
+        return ran
+
+    def _run(self, heap, until, max_events) -> None:
+        pop = heappop
         if until is None and max_events is None:
             while heap:
                 when, _seq, fn, args = pop(heap)
                 if fn.__class__ is Timer and fn.cancelled:
-                    continue  # a withdrawn timer neither runs nor moves the clock
+                    self.timers_withdrawn += 1  # neither runs nor moves the clock
+                    continue
                 self.now = when
                 fn(*args)
         elif max_events is None:
@@ -161,24 +172,23 @@ class Simulator:
                     break
                 fn = entry[2]
                 if fn.__class__ is Timer and fn.cancelled:
+                    self.timers_withdrawn += 1
                     continue
                 self.now = when
                 fn(*entry[3])
         else:
             limit = until if until is not None else 1 << 126
-            for _ in range(max_events):
-                if not heap or heap[0][0] > limit:
-                    break
+            left = max_events
+            while left and heap and heap[0][0] <= limit:
                 when, _seq, fn, args = pop(heap)
                 if fn.__class__ is Timer and fn.cancelled:
+                    self.timers_withdrawn += 1
                     continue
+                left -= 1
                 self.now = when
                 fn(*args)
         if until is not None and self.now < until and (not heap or heap[0][0] > until):
             self.now = until
-        ran = self._seq - len(heap) - start
-        self.events_run += ran
-        return ran
 
     # -- processes ----------------------------------------------------------------------
     def spawn(self, fn, *args, name: str | None = None) -> Process:
