@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from .figures import save_figure
+
 __all__ = ["plot_osu", "write_bench_plots"]
 
 _STYLES = (
@@ -79,7 +81,7 @@ def plot_osu(test: str, figures, unit: str, path: str) -> str:
     ax.grid(True, which="major", alpha=0.35)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 

@@ -13,6 +13,7 @@ a message that met a TERMINATE or RNR NAK in red. A dotted line joins a BTL's
 from __future__ import annotations
 
 from ..errors import PyopenibError, register_topics
+from .figures import save_figure
 from .messages import find_messages, qp_peers
 from .tracks import Track, rank_hosts, track_of, track_order
 from .window import default_window, first_failure, in_window
@@ -243,4 +244,4 @@ def write_sequence_diagram(events, path, window: tuple[int, int] | None = None,
                            last: int = 8, fmt: str | None = None) -> None:  # fmt: skip
     """Draw and save as ``fmt`` (png, svg, pdf), by default as the file name's extension."""
     fig = draw_sequence(events, window, last)
-    fig.savefig(path, format=fmt, dpi=130)
+    save_figure(fig, path, fmt, dpi=130)
