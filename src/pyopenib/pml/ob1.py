@@ -84,6 +84,7 @@ class Pml:
         self._btl_send = btl.send
         self._btl_sendi = getattr(btl, "sendi", None) or _no_sendi
         self._btl_progress = btl.progress
+        self._progress_hooks: list = []
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
     def _limits(self, peer: int) -> tuple[int, int, int]:
@@ -192,15 +193,28 @@ class Pml:
 
     # -- progress -----------------------------------------------------------------------
     def progress(self) -> int:
-        """Handle self messages and BTL completions; returns how many were handled."""
+        """Handle self messages and BTL completions, then run the registered progress
+        hooks; returns how many things advanced."""
         q = self._self_queue
-        if not q:
+        if not q and not self._progress_hooks:
             return self._btl_progress()
         n = 0
         while q:
             self._on_message(self.rank, memoryview(q.popleft()))
             n += 1
-        return n + self._btl_progress()
+        n += self._btl_progress()
+        for hook in tuple(self._progress_hooks):
+            n += hook()
+        return n
+
+    def register_progress(self, hook) -> None:
+        """Call ``hook()`` (it returns how much it advanced) on every progress pass, as
+        Open MPI's libnbc registers its schedules' progress with ``opal_progress``: a
+        nonblocking collective moves on while its rank waits in any MPI call."""
+        self._progress_hooks.append(hook)
+
+    def unregister_progress(self, hook) -> None:
+        self._progress_hooks.remove(hook)
 
     def _on_message(self, peer: int, view: memoryview) -> None:
         kind = view[0]
