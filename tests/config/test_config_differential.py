@@ -27,8 +27,6 @@ if OMPI_INFO is None:
 KNOWN = {
     # the default is the installation's INI path, which differs by design
     ("btl_openib_device_param_files", "value"),
-    # Open MPI shows the internal +1 (17); pyopenib shows the value the user sets
-    ("btl_openib_eager_rdma_num", "value"),
 }
 COMPARED_KEYS = (
     "value",
@@ -126,6 +124,7 @@ def test_same_environment_and_param_file_give_same_values_and_source_labels(tmp_
         "OMPI_MCA_btl_openib_mtu": "2k",
         "OMPI_MCA_btl_openib_eager_limit": "8192",
         "OMPI_MCA_btl_openib_use_eager_rdma": "1",
+        "OMPI_MCA_btl_openib_eager_rdma_num": "8",
     }
     theirs, mine = ompi_info(env, tmp_path), ours(env, tmp_path)
     shared, diffs = compare(theirs, mine, ("value", "source"))
@@ -133,6 +132,7 @@ def test_same_environment_and_param_file_give_same_values_and_source_labels(tmp_
     assert mine["btl_openib_cq_size"]["source"] == [f"file ({param_file}:4)"]
     assert mine["btl_openib_eager_limit"]["source"] == ["environment"]
     assert mine["btl_openib_ib_timeout"]["source"] == [f"file ({param_file}:9)"]
+    assert mine["btl_openib_eager_rdma_num"]["value"] == ["9"]  # Open MPI's ++ after registration
 
 
 def test_default_receive_queues_follow_eager_limit_and_max_send_size_as_open_mpi(tmp_path):
@@ -186,7 +186,7 @@ def test_human_parameter_and_valid_values_lines_are_identical_to_ompi_info(tmp_p
         timeout=60,
     ).stdout.splitlines()
     mine = render_human(load_mca(environ=env, home=str(tmp_path)), 9)
-    skip = ("btl_openib_device_param_files", "btl_openib_eager_rdma_num")
+    skip = ("btl_openib_device_param_files",)
 
     def parameter_lines(lines):
         found = {}

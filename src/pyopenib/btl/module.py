@@ -111,7 +111,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self.use_eager_rdma = settings.use_eager_rdma
         self.eager_threshold = settings.eager_rdma_threshold
         self.max_eager_rdma = settings.max_eager_rdma
-        self.eager_num = settings.eager_rdma_num + 1  # Open MPI adds one internally
+        self.eager_num = settings.eager_rdma_num  # the MCA value plus one, as in Open MPI
         self.eager_slot = slot_size(self.eager_limit, HDR_LEN)
         self._eager_eps: list[Endpoint] = []
         # SRQ state (module-wide, per S queue index)

@@ -161,8 +161,10 @@ def openib_variables(home: str | None) -> tuple[Variable, ...]:
             "eager_rdma_num",
             "int",
             16,
-            "Eager RDMA buffers per peer (one more is allocated internally)",
+            "Eager RDMA buffers per peer; as in Open MPI the value shown is one more than "
+            "the value set (the ring keeps one slot free)",
             minimum=1,
+            increment=1,
         ),
         _openib(
             "mtu",

@@ -16,6 +16,9 @@ def _default(var: Variable) -> str:
     if var.default_fn is not None:
         return "computed (see below)"
     text = render_value(var, var.default)
+    if var.increment:
+        shown = render_value(var, var.default + var.increment)
+        text = f"{text}` (shown as `{shown}"
     if var.full_name == "btl_openib_device_param_files":
         text = "<pyopenib>/data/mca-btl-openib-device-params.ini"
     return f"`{text}`" if text else "(empty)"

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import TOPICS, PyopenibError
 from . import topics  # noqa: F401  (registers the messages)
 from .catalogue import openib_variables
 from .keyval import Assignment, Problem, lex
-from .variables import ConversionError, Variable, parse_value
+from .variables import ConversionError, Variable, parse_value, render_value
 
 __all__ = [
     "McaContext",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 _ENV_PREFIX = "OMPI_MCA_"
-_PRIORITY = {"default": 0, "file": 1, "environment": 2, "command line": 3}
+_PRIORITY = {"default": 0, "preset": 1, "file": 2, "environment": 3, "command line": 4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +44,14 @@ class Source:
 
     kind: str
     path: str | None = None
+    """For ``file``, the file; for ``preset``, the tool whose default it is."""
     line: int | None = None
 
     def __str__(self) -> str:
         if self.kind == "file":
             return f"file ({self.path}:{self.line})"
+        if self.kind == "preset":
+            return f"default of {self.path}"
         return self.kind
 
 
@@ -115,20 +118,45 @@ class McaContext:
     def is_default(self, name: str) -> bool:
         return self.value(name).source.kind == "default"
 
+    def explicit_pairs(self) -> list[tuple[str, str]]:
+        """Every variable set anywhere (preset, file, environment, command line) as
+        ``(full name, text)`` in registration order: what a worker process or a Dask
+        worker gets as its command line, so it resolves the same values without reading
+        this process's environment or files. ``mca_base_param_files`` is left out: its
+        files were read here."""
+        pairs = []
+        for full_name, mca_value in self._values.items():
+            var = mca_value.variable
+            if mca_value.source.kind == "default" or full_name == "mca_base_param_files":
+                continue
+            value = mca_value.value - var.increment if var.increment else mca_value.value
+            pairs.append((full_name, render_value(var, value)))
+        return pairs
 
-def load_mca_from_process(cli_pairs: Iterable[tuple[str, str]] = ()) -> McaContext:
-    """``load_mca`` with this process's environment and home directory (CLI entry)."""
-    return load_mca(cli_pairs, environ=dict(os.environ), home=os.path.expanduser("~"))
+
+def load_mca_from_process(
+    cli_pairs: Iterable[tuple[str, str]] = (), presets: Iterable[tuple[str, str, str]] = ()
+) -> McaContext:
+    """``load_mca`` with this process's environment and home directory: the one path
+    every command (run, scenario, check, bench, perftest, info) resolves settings by."""
+    return load_mca(
+        cli_pairs, environ=dict(os.environ), home=os.path.expanduser("~"), presets=presets
+    )
 
 
 def load_mca(
     cli_pairs: Iterable[tuple[str, str]] = (),
     environ: Mapping[str, str] | None = None,
     home: str | os.PathLike | None = None,
+    presets: Iterable[tuple[str, str, str]] = (),
 ) -> McaContext:
     """Resolve every registered variable from defaults, param files, ``environ`` and
     ``cli_pairs`` (``--mca`` name/value pairs, in order). ``environ=None`` is an empty
-    environment and ``home=None`` means no home directory (no default param file)."""
+    environment and ``home=None`` means no home directory (no default param file).
+
+    ``presets`` are ``(name, text, tool)``: a tool's own default (``pyopenib check``
+    explores small queues), above the registered default and the device's INI value,
+    below every setting of the user's; its source reads ``default of <tool>``."""
     environ = environ or {}
     home_str = os.fspath(home) if home is not None else None
     variables = openib_variables(home_str)
@@ -136,6 +164,9 @@ def load_mca(
     warnings: list[McaWarning] = []
     settings: dict[str, list[_Setting]] = {v.full_name: [] for v in variables}
 
+    for name, text, tool in presets:
+        var, _ = names[name]
+        settings[var.full_name].append(_Setting(text, Source("preset", tool), name))
     cli = _collect_cli(cli_pairs, names, warnings)
     env = _collect_env(environ, names, warnings)
     files_var = names["mca_base_param_files"][0]
@@ -169,6 +200,10 @@ def load_mca(
                     reason=exc.reason,
                 ) from None
             mca_value = McaValue(var, typed, chosen.source, chosen.given_as)
+        if var.increment:
+            # Open MPI changes the storage after registration (eager_rdma_num++), so
+            # what ompi_info and the BTL read is the value plus the increment.
+            mca_value = replace(mca_value, value=mca_value.value + var.increment)
         values[var.full_name] = mca_value
         resolved[var.full_name] = mca_value.value
     return McaContext(values, warnings)

@@ -70,6 +70,9 @@ class Variable:
     """Computes the default from variables registered earlier (receive_queues' default
     depends on eager_limit and max_send_size as registered)."""
     project: str = "opal"
+    increment: int = 0
+    """Added to the value after registration, as Open MPI's openib does for
+    eager_rdma_num (``eager_rdma_num++``): ompi_info and the BTL see the sum."""
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
