@@ -239,6 +239,10 @@ def _derived(cls, combiner: str, parts, ints=(), addrs=(), counts=(), types=()):
     h.ints, h.addrs, h.counts = list(ints), list(addrs), list(counts)
     h.types = list(types)
     _compose(h, parts)
+    # a reduction applies to a derived type whose data are all one basic type: its packed
+    # stream is then an array of that type
+    dtypes = {c.dtype for s, c in parts if len(s) and c.size}
+    h.dtype = dtypes.pop() if len(dtypes) == 1 else None
     h._build = lambda: concat([copies_at(c.typemap(), s) for s, c in parts if len(s) and c.size])
     return _new(cls, h)
 
@@ -916,10 +920,10 @@ def _typecode(datatype: Datatype) -> str | None:
 
 def _typealign(datatype: Datatype) -> int | None:
     h = datatype._h
-    if h is _NULL or not h.predefined:
-        return None
     while h.combiner == COMBINERS["DUP"]:
         h = h.types[0]
+    if h is _NULL or not h.predefined or h.char is None and h.dtype is None:
+        return None
     return h.align
 
 
@@ -1113,14 +1117,15 @@ for _attr, _name, _vdtype, _size, _extent, _textent, _align in _PAIRS:
     _ph = _Handle(_name)
     _ph.fid = len(_CANONICAL)
     _ph.size, _ph.ub, _ph.tub, _ph.align = _size, _extent, _textent, _align
-    _ph.dtype = np.dtype([("v", _vd), ("i", "<i4")], align=True)
+    # ``dtype`` describes the packed stream (value then index, no padding): what the PML
+    # carries and what MINLOC/MAXLOC combine; memory holds the C struct's aligned layout.
+    _ph.dtype = np.dtype([("v", _vd), ("i", "<i4")])
+    _ioff = np.dtype([("v", _vd), ("i", "<i4")], align=True).fields["i"][1]
     # Two typemap entries, value then index: packing skips the hole between them, and a
     # pair inside a derived type counts as two elements (Open MPI's element count).
     _vkind = KINDS.add(((0, _vsize),), (_vsize,))
     _ikind = KINDS.add(((0, 4),), (4,))
-    _pair_map = Typemap(
-        np.array([0, _ph.dtype.fields["i"][1]], _I64), np.array([_vkind, _ikind], np.int32)
-    )
+    _pair_map = Typemap(np.array([0, _ioff], _I64), np.array([_vkind, _ikind], np.int32))
     _ph._build = lambda m=_pair_map: m
     _ph._dense = _size == _extent
     _ph.committed = True

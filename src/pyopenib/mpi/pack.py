@@ -56,9 +56,12 @@ def raw_bytes(buf, writable: bool = False) -> np.ndarray:
 
 
 def buffer_format(buf) -> str:
-    """The buffer's struct format string (mpi4py infers the datatype from it)."""
+    """The buffer's struct format string (mpi4py infers the datatype from it). A native
+    numeric numpy array's type character is the same code, without a memoryview."""
     if isinstance(buf, np.ndarray):
-        return buf.dtype.char if not buf.ndim else memoryview(buf).format
+        dt = buf.dtype
+        if dt.kind in "biufc" and dt.isnative:
+            return dt.char
     return memoryview(buf).format
 
 

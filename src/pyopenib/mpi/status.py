@@ -51,13 +51,10 @@ class Status:
         self.error = error
 
     def Get_count(self, datatype=_BYTE) -> int:
-        size = datatype.size
-        if size == 0:
-            return 0
-        return self.count // size if self.count % size == 0 else UNDEFINED
+        return datatype._count_of(self.count)
 
     def Get_elements(self, datatype=_BYTE) -> int:
-        return self.Get_count(datatype)
+        return datatype._elements_of(self.count)  # basic elements, per the typemap
 
     def Is_cancelled(self) -> bool:
         return self.cancelled
