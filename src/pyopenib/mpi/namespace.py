@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 
-from . import context
+from . import context, win
 from .buffers import IN_PLACE
 from .comm import TAG_UB, Comm, Intracomm, _not_implemented
 from .datatypes import DATATYPES, Datatype
@@ -107,6 +107,7 @@ def build_modules() -> tuple[types.ModuleType, types.ModuleType]:
     ):
         ns[name] = globals()[name]
     ns.update(DATATYPES)
+    ns.update(win.NAMES)
     ns.update(OPS)
     ns.update({name: code for name, (code, _) in ERROR_CLASSES.items()})
     ns.update(

@@ -1,0 +1,885 @@
+"""``MPI.Win``: one-sided communication with Open MPI 4.1's semantics, over ``pml.osc``.
+
+A window object holds its ``WinState``: the window's own duplicate of the communicator
+(Open MPI dups it, so window traffic never matches user messages), this process's
+``OscWindow`` (memory exposed for RDMA, per-peer keys) and the epoch state that decides
+whether an RMA call is legal. An RMA call outside an epoch that covers its target raises
+``MPI.Exception(ERR_RMA_SYNC)``, as Open MPI's osc/rdma returns ``OMPI_ERR_RMA_SYNC``:
+
+- access epochs: fence (opened by ``Fence`` without ``MODE_NOSUCCEED``), ``Lock``
+  (per target), ``Lock_all``, ``Start`` (a group of targets);
+- exposure epochs: fence and ``Post``.
+
+Completion: ``Put``/``Get`` are RDMA WRITE/READ whose completion at the origin means the
+bytes are at the target (RC semantics), accumulates are complete when the target's
+acknowledgement arrives; ``Flush``/``Unlock``/``Complete``/``Fence`` wait for both. So
+``Flush_local`` is as strong as ``Flush`` here (MPI allows that).
+
+Memory model: ``WIN_UNIFIED`` (Open MPI's osc/rdma on coherent memory): ``Sync`` has
+nothing to do. ``Allocate_shared`` needs every rank of the communicator on one simulated
+node (``--ppn``); its segment is one array shared by those ranks, as a POSIX shared
+memory segment is shared by the processes of a node.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..pml.osc import DONE, OscError, OscModule
+from . import pack
+from .buffers import as_bytes, message
+from .comm import Comm, Intracomm
+from .context import current
+from .errors import ERROR_CLASSES, Exception
+from .ops import OPS
+from .request import Request
+from .status import PROC_NULL, UNDEFINED
+
+__all__ = [
+    "LOCK_EXCLUSIVE",
+    "LOCK_SHARED",
+    "MODES",
+    "NAMES",
+    "WIN_ATTRS",
+    "WIN_NULL",
+    "Win",
+]
+
+_ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
+
+LOCK_EXCLUSIVE = 1
+LOCK_SHARED = 2
+
+MODES = {
+    "MODE_NOCHECK": 1,
+    "MODE_NOPRECEDE": 2,
+    "MODE_NOPUT": 4,
+    "MODE_NOSTORE": 8,
+    "MODE_NOSUCCEED": 16,
+}
+"""RMA assertions (Open MPI's values). Only NOCHECK and NOSUCCEED change what is done."""
+_NOCHECK = MODES["MODE_NOCHECK"]
+_NOSUCCEED = MODES["MODE_NOSUCCEED"]
+
+WIN_ATTRS = {
+    "WIN_BASE": 7,
+    "WIN_SIZE": 8,
+    "WIN_DISP_UNIT": 9,
+    "WIN_CREATE_FLAVOR": 10,
+    "WIN_FLAVOR": 10,
+    "WIN_MODEL": 11,
+    "WIN_FLAVOR_CREATE": 1,
+    "WIN_FLAVOR_ALLOCATE": 2,
+    "WIN_FLAVOR_DYNAMIC": 3,
+    "WIN_FLAVOR_SHARED": 4,
+    "WIN_SEPARATE": 1,
+    "WIN_UNIFIED": 0,
+}
+"""Window attribute keyvals, flavors and memory models (Open MPI's values)."""
+_WIN_BASE, _WIN_SIZE, _WIN_DISP_UNIT, _WIN_FLAVOR, _WIN_MODEL = 7, 8, 9, 10, 11
+_CREATE, _ALLOCATE, _DYNAMIC, _SHARED = 1, 2, 3, 4
+_UNIFIED = 0
+
+_OSC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Each rank's osc component (keyed by its ``RankContext``), made at its first window."""
+_SEGMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per job: the shared-memory segments of ``Allocate_shared`` windows, by (node, cid)."""
+
+
+def _error(name: str) -> Exception:
+    return Exception(_ERR[name])
+
+
+def _accumulate_ops() -> dict:
+    """The predefined ops an accumulate may use, on typed arrays: (target, origin) -> new.
+    MPI forbids user-defined ops in RMA; REPLACE and NO_OP are the osc's own."""
+    logical = {"LAND": np.logical_and, "LOR": np.logical_or, "LXOR": np.logical_xor}
+    table = {
+        "SUM": np.add,
+        "PROD": np.multiply,
+        "MAX": np.maximum,
+        "MIN": np.minimum,
+        "BAND": np.bitwise_and,
+        "BOR": np.bitwise_or,
+        "BXOR": np.bitwise_xor,
+        "MAXLOC": _loc(np.greater),
+        "MINLOC": _loc(np.less),
+    }
+    for name, fn in logical.items():
+        table[name] = lambda a, b, fn=fn: fn(a, b).astype(a.dtype)
+    return table
+
+
+def _loc(better):
+    def combine(a, b):
+        out = a.copy()
+        take = better(b["v"], a["v"]) | ((b["v"] == a["v"]) & (b["i"] < a["i"]))
+        out[take] = b[take]
+        return out
+
+    return combine
+
+
+def _osc_of(rc) -> OscModule:
+    osc = _OSC.get(rc)
+    if osc is None:
+        osc = _OSC[rc] = OscModule(rc.btl, _accumulate_ops())
+    return osc
+
+
+def _op_name(op) -> str:
+    """``SUM`` for ``MPI.SUM``: predefined ops only (MPI_ERR_OP otherwise)."""
+    name = getattr(op, "name", None) or repr(op)
+    for part in ("MPI_", "<mpi4py.MPI.Op ", ">"):
+        name = name.replace(part, "")
+    if name in ("REPLACE", "NO_OP") or name in _accumulate_ops():
+        return name
+    raise _error("ERR_OP")
+
+
+class WinState:
+    """One rank's view of a window: communicator, osc part, flavor, epochs."""
+
+    def __init__(self, comm, osc_win, flavor: int, memory, disp_unit: int, shared=None):
+        self.comm = comm
+        self.st = comm._st()
+        self.rc = self.st.rc
+        self.osc = osc_win
+        self.flavor = flavor
+        self.memory = memory
+        self.disp_unit = disp_unit
+        self.shared = shared
+        """Allocate_shared: (segment, [(offset, size, disp_unit) per rank])."""
+        self.name = ""
+        self.info = None
+        self.attrs: dict[int, object] = {}
+        self.errhandler = None
+        self.fence = False
+        self.locks: dict[int, tuple[bool, bool]] = {}
+        """Locked targets: (exclusive, taken with MODE_NOCHECK)."""
+        self.lock_all: bool | None = None
+        """None: no Lock_all epoch; else whether it was taken with MODE_NOCHECK."""
+        self.start: list[int] | None = None
+        self.start_seen: set[int] = set()
+        self.start_nocheck = False
+        self.post: list[int] | None = None
+        self.post_nocheck = False
+        self.requests: list = []
+        self.finishers: list = []
+        """(request, unpack) of gets whose result still has to reach the user's layout."""
+
+
+def _wait(rc, reqs, call: str) -> None:
+    pending = [r for r in reqs if not r.complete]
+    if pending:
+        rc.wait_for(lambda: all(r.complete for r in pending), call)
+    for r in reqs:
+        if r.error is not None:
+            raise _error("ERR_RMA_RANGE")
+
+
+class _RmaRequest:
+    """The PML-request face of a request-based RMA call (``Rput``...): complete when the
+    operation completed at the target."""
+
+    __slots__ = ("_r", "cancelled", "label")
+
+    def __init__(self, r):
+        self._r = r
+        self.cancelled = False
+        self.label = r.label
+
+    @property
+    def complete(self) -> bool:
+        return self._r.complete
+
+
+class Win:
+    """``MPI.Win``. ``Win()`` is the null window."""
+
+    __slots__ = ("_w", "__weakref__")
+    __module__ = "mpi4py.MPI"
+
+    def __init__(self, win: Win | None = None):
+        if win is None:
+            self._w = None
+        elif isinstance(win, Win):
+            self._w = win._w
+        else:
+            raise TypeError(f"Win() argument must be Win, not {type(win).__name__}")
+
+    def _s(self) -> WinState:
+        w = self._w
+        if w is None:
+            raise _error("ERR_WIN")
+        return w
+
+    def __eq__(self, other):
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self._w is other._w
+
+    def __ne__(self, other):
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self._w is not other._w
+
+    def __hash__(self) -> int:
+        return id(self._w)
+
+    def __bool__(self) -> bool:
+        return self._w is not None
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.Win {'MPI_WIN_NULL' if self._w is None else self._w.name}>"
+
+    # -- creation -----------------------------------------------------------------------
+    @classmethod
+    def _make(cls, comm, memory, disp_unit, flavor, shared=None, info=None) -> Win:
+        if not isinstance(comm, Comm) or not comm:
+            raise _error("ERR_COMM")
+        if disp_unit <= 0:
+            raise _error("ERR_DISP")
+        dup = comm.Dup()
+        st = dup._st()
+        rc = st.rc
+        osc = _osc_of(rc)
+        region = osc.register(memory) if memory is not None else None
+        owin = osc.add_window(st.cid, list(st.ranks), st.rank, region, flavor == _DYNAMIC)
+        key = region.key if region is not None else -1
+        size = 0 if memory is None else len(memory)
+        # this exchange also proves every member registered the window before any RMA
+        owin.remote = dup.allgather((key, size, disp_unit))
+        _wait(rc, osc.connect([p for p in st.ranks if p != rc.rank]), "MPI_Win_create")
+        win = cls.__new__(cls)
+        win._w = WinState(dup, owin, flavor, memory, disp_unit, shared)
+        win._w.info = info
+        return win
+
+    @classmethod
+    def Create(cls, memory, disp_unit: int = 1, info=None, comm=None) -> Win:
+        """A window over the caller's ``memory`` (a writable buffer, or None/BOTTOM)."""
+        comm = _comm_or_self(comm)
+        data = None
+        if memory is not None and not _is_bottom(memory):
+            data = as_bytes(memory, writable=True)[0]
+        return cls._make(comm, data, disp_unit, _CREATE, info=info)
+
+    @classmethod
+    def Allocate(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> Win:
+        if size < 0:
+            raise _error("ERR_SIZE")
+        return cls._make(
+            _comm_or_self(comm), np.zeros(size, np.uint8), disp_unit, _ALLOCATE, info=info
+        )
+
+    @classmethod
+    def Allocate_shared(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> Win:
+        """One segment for the ranks of ``comm``, who must share a node (Open MPI's osc/sm:
+        ``MPI_ERR_RMA_SHARED`` otherwise); each rank's part follows the lower ranks'."""
+        comm = _comm_or_self(comm)
+        if size < 0:
+            raise _error("ERR_SIZE")
+        if disp_unit <= 0:
+            raise _error("ERR_DISP")
+        rc = current()
+        layout = comm.allgather((rc.hostname, size, disp_unit))
+        if len({host for host, _, _ in layout}) != 1:
+            raise _error("ERR_RMA_SHARED")
+        parts, offset = [], 0
+        for _, n, unit in layout:
+            parts.append((offset, n, unit))
+            offset += n
+        segments = _SEGMENTS.setdefault(rc.job, {})
+        name = (rc.hostname, comm._st().cid, comm._st().ranks[0])
+        if comm.Get_rank() == 0:
+            segments[name] = np.zeros(offset, np.uint8)
+        comm.Barrier()
+        segment = segments[name]
+        start, n, _ = parts[comm.Get_rank()]
+        win = cls._make(
+            comm,
+            segment[start : start + n],
+            disp_unit,
+            _SHARED,
+            shared=(segment, parts, name),
+            info=info,
+        )
+        return win
+
+    @classmethod
+    def Create_dynamic(cls, info=None, comm=None) -> Win:
+        return cls._make(_comm_or_self(comm), None, 1, _DYNAMIC, info=info)
+
+    def Shared_query(self, rank: int):
+        """(this process's view of ``rank``'s part, its disp_unit); PROC_NULL: the first
+        part with bytes, as Open MPI answers."""
+        w = self._s()
+        if w.flavor != _SHARED:
+            raise _error("ERR_RMA_FLAVOR")
+        segment, parts, _ = w.shared
+        if rank == PROC_NULL:
+            rank = next((r for r, (_, n, _) in enumerate(parts) if n), 0)
+        if not 0 <= rank < len(parts):
+            raise _error("ERR_RANK")
+        start, n, unit = parts[rank]
+        return memoryview(segment[start : start + n]), unit
+
+    def Attach(self, memory) -> None:
+        w = self._s()
+        if w.flavor != _DYNAMIC:
+            raise _error("ERR_RMA_FLAVOR")
+        data = as_bytes(memory, writable=True)[0]
+        w.osc.attached.append(w.osc.osc.register(data))
+
+    def Detach(self, memory) -> None:
+        w = self._s()
+        if w.flavor != _DYNAMIC:
+            raise _error("ERR_RMA_FLAVOR")
+        address = as_bytes(memory, writable=True)[0].ctypes.data
+        for i, r in enumerate(w.osc.attached):
+            if r.address == address:
+                del w.osc.attached[i]
+                return
+        raise _error("ERR_RMA_ATTACH")
+
+    def Free(self) -> None:
+        """Collective: every operation completes, then the window is gone everywhere."""
+        w = self._s()
+        _wait(w.rc, w.requests, "MPI_Win_free")
+        w.requests = []
+        w.comm.Barrier()
+        w.osc.osc.remove_window(w.osc)
+        if w.shared is not None and w.st.rank == 0:
+            _SEGMENTS.get(w.rc.job, {}).pop(w.shared[2], None)
+        w.comm.Free()
+        self._w = None
+
+    def free(self) -> None:
+        if self._w is not None:
+            self.Free()
+
+    # -- queries ------------------------------------------------------------------------
+    def Get_group(self):
+        return self._s().comm.Get_group()
+
+    @property
+    def group(self):
+        return self.Get_group()
+
+    @property
+    def group_size(self) -> int:
+        return self._s().st.size
+
+    @property
+    def group_rank(self) -> int:
+        return self._s().st.rank
+
+    def _base(self) -> int:
+        m = self._s().memory
+        return 0 if m is None else int(m.ctypes.data)
+
+    def Get_attr(self, keyval: int):
+        w = self._s()
+        if keyval == _WIN_BASE:
+            return self._base()
+        if keyval == _WIN_SIZE:
+            return 0 if w.memory is None else len(w.memory)
+        if keyval == _WIN_DISP_UNIT:
+            return w.disp_unit
+        if keyval == _WIN_FLAVOR:
+            return w.flavor
+        if keyval == _WIN_MODEL:
+            return _UNIFIED
+        return w.attrs.get(keyval)
+
+    def Set_attr(self, keyval: int, attrval) -> None:
+        self._s().attrs[keyval] = attrval
+
+    def Delete_attr(self, keyval: int) -> None:
+        self._s().attrs.pop(keyval, None)
+
+    @property
+    def attrs(self) -> tuple[int, int, int]:
+        return self.Get_attr(_WIN_BASE), self.Get_attr(_WIN_SIZE), self.Get_attr(_WIN_DISP_UNIT)
+
+    @property
+    def flavor(self) -> int:
+        return self._s().flavor
+
+    @property
+    def model(self) -> int:
+        self._s()
+        return _UNIFIED
+
+    def tomemory(self) -> memoryview:
+        m = self._s().memory
+        return memoryview(np.empty(0, np.uint8) if m is None else m)
+
+    def __buffer__(self, flags: int) -> memoryview:
+        return self.tomemory()
+
+    def Get_name(self) -> str:
+        if self._w is None:
+            return "MPI_WIN_NULL"
+        return self._w.name
+
+    def Set_name(self, name: str) -> None:
+        self._s().name = str(name)
+
+    @property
+    def name(self) -> str:
+        return self.Get_name()
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.Set_name(value)
+
+    def Set_info(self, info) -> None:
+        self._s().info = info
+
+    def Get_info(self):
+        """The window's hints: a copy of what was given (Open MPI keeps none of its own)."""
+        info = self._s().info
+        return info.Dup() if info else _new_info()
+
+    @property
+    def info(self):
+        return self.Get_info()
+
+    @info.setter
+    def info(self, value) -> None:
+        self.Set_info(value)
+
+    # -- checks -------------------------------------------------------------------------
+    def _target(self, w: WinState, rank: int) -> bool:
+        """Whether ``rank`` is a target to act on (False for PROC_NULL); raises
+        ERR_RANK / ERR_RMA_SYNC as Open MPI does."""
+        if rank == PROC_NULL:
+            return False
+        if not 0 <= rank < w.st.size:
+            raise _error("ERR_RANK")
+        if rank in w.locks or w.lock_all is not None or w.fence:
+            return True
+        if w.start is not None and rank in w.start:
+            self._await_post(w, rank)
+            return True
+        raise _error("ERR_RMA_SYNC")
+
+    def _await_post(self, w: WinState, rank: int) -> None:
+        """An access epoch of ``Start`` reaches ``rank`` once its POST arrived (osc/rdma
+        does not block in ``Start``: the first operation to each target waits)."""
+        if rank in w.start_seen or w.start_nocheck:
+            return
+        posts = w.osc.posts
+        if not posts[rank]:
+            w.rc.wait_for(lambda: posts[rank] > 0, "MPI_Win_start (waiting for MPI_Win_post)")
+        posts[rank] -= 1
+        w.start_seen.add(rank)
+
+    def _runs(self, w: WinState, rank: int, disp: int, count: int, dt) -> list:
+        """Where ``count`` x ``dt`` at ``disp`` lie in ``rank``'s window, as contiguous
+        (offset, length) pieces of the packed stream (Open MPI's target convertor)."""
+        base = disp if w.flavor == _DYNAMIC else disp * w.osc.remote[rank][2]
+        nbytes = count * dt.size
+        if not nbytes:
+            return []
+        if dt.size == dt.true_extent and (count == 1 or dt.extent == dt.size):
+            return [(base + dt.true_lb, nbytes)]
+        lo, hi = pack.span(dt._h, count)
+        where = pack.gather(np.arange(lo, hi, dtype=np.int64), -lo, count, dt._h) + base
+        cuts = np.flatnonzero(np.diff(where) != 1) + 1
+        starts = np.concatenate(([0], cuts))
+        ends = np.concatenate((cuts, [len(where)]))
+        return [(int(where[i]), int(j - i)) for i, j in zip(starts, ends, strict=True)]
+
+    def _issue(self, w: WinState, start, finish=None) -> object:
+        """Start an operation; ``finish`` (unpacking a result into the user's layout) runs
+        once it completed."""
+        try:
+            req = start()
+        except OscError:
+            raise _error("ERR_RMA_RANGE") from None
+        if req is DONE:
+            if finish is not None:
+                finish()
+            return req
+        w.requests.append(req)
+        if finish is not None:
+            w.finishers.append((req, finish))
+        return req
+
+    def _finish(self, w: WinState) -> None:
+        done = [f for r, f in w.finishers if r.complete]
+        if done:
+            w.finishers = [(r, f) for r, f in w.finishers if not r.complete]
+            for f in done:
+                f()
+
+    # -- communication ------------------------------------------------------------------
+    def _put(self, origin, target_rank, target, label):
+        w = self._s()
+        msg = message(origin)
+        if not self._target(w, target_rank):
+            return DONE
+        disp, count, dt = _target_spec(target, msg)
+        if count * dt.size != len(msg.data):
+            raise _error("ERR_COUNT")
+        runs = self._runs(w, target_rank, disp, count, dt)
+        return self._issue(w, lambda: w.osc.put(target_rank, msg.data, runs, label))
+
+    def _get(self, origin, target_rank, target, label):
+        w = self._s()
+        msg = message(origin, writable=True)
+        if not self._target(w, target_rank):
+            return DONE
+        disp, count, dt = _target_spec(target, msg)
+        if count * dt.size != len(msg.data):
+            raise _error("ERR_COUNT")
+        runs = self._runs(w, target_rank, disp, count, dt)
+        return self._issue(w, lambda: w.osc.get(target_rank, msg.data, runs, label), msg.finish)
+
+    def _acc(self, origin, result, target_rank, target, op, label):
+        w = self._s()
+        name = _op_name(op)
+        omsg = message(origin) if origin is not None else None
+        rmsg = message(result, writable=True) if result is not None else None
+        if not self._target(w, target_rank):
+            return DONE
+        like = omsg if omsg is not None and (name != "NO_OP" or rmsg is None) else rmsg
+        disp, count, dt = _target_spec(target, like)
+        nbytes = count * dt.size
+        data = omsg.data if omsg is not None and name != "NO_OP" else None
+        if data is not None and len(data) != nbytes:
+            raise _error("ERR_COUNT")
+        if rmsg is not None and len(rmsg.data) != nbytes:
+            raise _error("ERR_COUNT")
+        runs = self._runs(w, target_rank, disp, count, dt)
+        element = _element_dtype(dt)
+        out = None if rmsg is None else rmsg.data
+        return self._issue(
+            w,
+            lambda: w.osc.accumulate(target_rank, data, runs, element, name, out, label),
+            None if rmsg is None else rmsg.finish,
+        )
+
+    def Put(self, origin, target_rank: int, target=None) -> None:
+        self._put(origin, target_rank, target, "MPI_Put")
+
+    def Get(self, origin, target_rank: int, target=None) -> None:
+        self._get(origin, target_rank, target, "MPI_Get")
+
+    def Accumulate(self, origin, target_rank: int, target=None, op=None) -> None:
+        self._acc(origin, None, target_rank, target, _sum(op), "MPI_Accumulate")
+
+    def Get_accumulate(self, origin, result, target_rank: int, target=None, op=None) -> None:
+        self._acc(origin, result, target_rank, target, _sum(op), "MPI_Get_accumulate")
+
+    def Fetch_and_op(self, origin, result, target_rank: int, target_disp: int = 0, op=None) -> None:
+        rmsg = message(result, writable=True)
+        spec = (target_disp, 1, rmsg.datatype)
+        one = [rmsg.data[: rmsg.datatype.extent], rmsg.datatype]
+        origin_one = None
+        if origin is not None:
+            omsg = message(origin)
+            origin_one = [omsg.data[: omsg.datatype.extent], omsg.datatype]
+        self._acc(origin_one, one, target_rank, spec, _sum(op), "MPI_Fetch_and_op")
+
+    def Compare_and_swap(
+        self, origin, compare, result, target_rank: int, target_disp: int = 0
+    ) -> None:
+        w = self._s()
+        omsg, cmsg = message(origin), message(compare)
+        rmsg = message(result, writable=True)
+        if not self._target(w, target_rank):
+            return
+        dt = omsg.datatype
+        ((offset, n),) = self._runs(w, target_rank, target_disp, 1, dt)
+        self._issue(
+            w,
+            lambda: w.osc.compare_and_swap(
+                target_rank, omsg.data, cmsg.data, rmsg.data[:n], offset
+            ),
+            rmsg.finish,
+        )
+
+    def _request(self, w: WinState, req) -> Request:
+        """A request-based call's ``Request``: complete when the operation completed at
+        the target (and, for the fetching ones, its result reached the user's buffer)."""
+        if req is DONE:
+            return Request(None, "send")
+
+        def finish(_):
+            self._finish(w)
+            w.requests = [r for r in w.requests if r is not req]
+
+        return Request(_RmaRequest(req), "send", finish, req.label)
+
+    def Rput(self, origin, target_rank: int, target=None):
+        return self._request(self._s(), self._put(origin, target_rank, target, "MPI_Rput"))
+
+    def Rget(self, origin, target_rank: int, target=None):
+        return self._request(self._s(), self._get(origin, target_rank, target, "MPI_Rget"))
+
+    def Raccumulate(self, origin, target_rank: int, target=None, op=None):
+        return self._request(
+            self._s(), self._acc(origin, None, target_rank, target, _sum(op), "MPI_Raccumulate")
+        )
+
+    def Rget_accumulate(self, origin, result, target_rank: int, target=None, op=None):
+        return self._request(
+            self._s(),
+            self._acc(origin, result, target_rank, target, _sum(op), "MPI_Rget_accumulate"),
+        )
+
+    # -- synchronisation ----------------------------------------------------------------
+    def _complete_all(self, w: WinState, call: str, targets=None) -> None:
+        if targets is None:
+            reqs, w.requests = w.requests, []
+        else:
+            reqs = [r for r in w.requests if r.target in targets]
+            w.requests = [r for r in w.requests if r.target not in targets]
+        try:
+            _wait(w.rc, reqs, call)
+        finally:
+            self._finish(w)
+
+    def Fence(self, assertion: int = 0) -> None:
+        w = self._s()
+        if w.locks or w.lock_all is not None or w.start is not None or w.post is not None:
+            raise _error("ERR_RMA_SYNC")
+        self._complete_all(w, "MPI_Win_fence")
+        w.comm.Barrier()
+        w.fence = not assertion & _NOSUCCEED
+
+    def Start(self, group, assertion: int = 0) -> None:
+        w = self._s()
+        if w.start is not None or w.locks or w.lock_all is not None:
+            raise _error("ERR_RMA_SYNC")
+        w.fence = False
+        w.start = self._window_ranks(w, group)
+        w.start_seen = set()
+        w.start_nocheck = bool(assertion & _NOCHECK)
+
+    def Complete(self) -> None:
+        w = self._s()
+        if w.start is None:
+            raise _error("ERR_RMA_SYNC")
+        targets = w.start
+        for t in targets:
+            self._await_post(w, t)
+        self._complete_all(w, "MPI_Win_complete", set(targets))
+        if not w.start_nocheck:
+            w.osc.osc.complete(w.osc, targets)
+        w.start = None
+
+    def Post(self, group, assertion: int = 0) -> None:
+        w = self._s()
+        if w.post is not None:
+            raise _error("ERR_RMA_SYNC")
+        w.fence = False
+        w.post = self._window_ranks(w, group)
+        w.post_nocheck = bool(assertion & _NOCHECK)
+        if not w.post_nocheck:
+            w.osc.osc.post(w.osc, w.post)
+
+    def _exposure_over(self, w: WinState) -> bool:
+        completes = w.osc.completes
+        return w.post_nocheck or all(completes[o] > 0 for o in w.post)
+
+    def _end_exposure(self, w: WinState) -> None:
+        if not w.post_nocheck:
+            for o in w.post:
+                w.osc.completes[o] -= 1
+        w.post = None
+
+    def Wait(self) -> bool:
+        w = self._s()
+        if w.post is None:
+            raise _error("ERR_RMA_SYNC")
+        if not self._exposure_over(w):
+            w.rc.wait_for(lambda: self._exposure_over(w), "MPI_Win_wait")
+        self._end_exposure(w)
+        return True
+
+    def Test(self) -> bool:
+        w = self._s()
+        if w.post is None:
+            raise _error("ERR_RMA_SYNC")
+        if not self._exposure_over(w):
+            w.rc.poll()
+            if not self._exposure_over(w):
+                return False
+        self._end_exposure(w)
+        return True
+
+    def Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:
+        w = self._s()
+        if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+            raise _error("ERR_LOCKTYPE")
+        if rank == PROC_NULL:
+            return
+        if not 0 <= rank < w.st.size:
+            raise _error("ERR_RANK")
+        if rank in w.locks or w.lock_all is not None or w.start is not None:
+            raise _error("ERR_RMA_SYNC")
+        exclusive = lock_type == LOCK_EXCLUSIVE
+        nocheck = bool(assertion & _NOCHECK)
+        if not nocheck:
+            req = w.osc.osc.lock(w.osc, rank, exclusive)
+            _wait(w.rc, [req], "MPI_Win_lock")
+        w.fence = False
+        w.locks[rank] = (exclusive, nocheck)
+
+    def Unlock(self, rank: int) -> None:
+        w = self._s()
+        if rank == PROC_NULL:
+            return
+        if rank not in w.locks:
+            raise _error("ERR_RMA_SYNC")
+        self._complete_all(w, "MPI_Win_unlock", {rank})
+        exclusive, nocheck = w.locks.pop(rank)
+        if not nocheck:
+            w.osc.osc.unlock(w.osc, rank, exclusive)
+
+    def Lock_all(self, assertion: int = 0) -> None:
+        w = self._s()
+        if w.lock_all is not None or w.locks or w.start is not None:
+            raise _error("ERR_RMA_SYNC")
+        nocheck = bool(assertion & _NOCHECK)
+        if not nocheck:
+            osc = w.osc.osc
+            reqs = [osc.lock(w.osc, t, False) for t in range(w.st.size)]
+            _wait(w.rc, reqs, "MPI_Win_lock_all")
+        w.fence = False
+        w.lock_all = nocheck
+
+    def Unlock_all(self) -> None:
+        w = self._s()
+        if w.lock_all is None:
+            raise _error("ERR_RMA_SYNC")
+        self._complete_all(w, "MPI_Win_unlock_all")
+        if not w.lock_all:
+            for t in range(w.st.size):
+                w.osc.osc.unlock(w.osc, t, False)
+        w.lock_all = None
+
+    def _passive(self, w: WinState, rank: int | None) -> None:
+        if w.lock_all is not None:
+            return
+        if rank is None and w.locks or rank in w.locks:
+            return
+        raise _error("ERR_RMA_SYNC")
+
+    def Flush(self, rank: int) -> None:
+        w = self._s()
+        if rank == PROC_NULL:
+            return
+        self._passive(w, rank)
+        self._complete_all(w, "MPI_Win_flush", {rank})
+
+    def Flush_all(self) -> None:
+        w = self._s()
+        self._passive(w, None)
+        self._complete_all(w, "MPI_Win_flush_all")
+
+    def Flush_local(self, rank: int) -> None:
+        w = self._s()
+        if rank == PROC_NULL:
+            return
+        self._passive(w, rank)
+        self._complete_all(w, "MPI_Win_flush_local", {rank})
+
+    def Flush_local_all(self) -> None:
+        w = self._s()
+        self._passive(w, None)
+        self._complete_all(w, "MPI_Win_flush_local_all")
+
+    def Sync(self) -> None:
+        """Unified memory model: public and private copies are one (nothing to do)."""
+        self._s()
+
+    # -- groups -------------------------------------------------------------------------
+    def _window_ranks(self, w: WinState, group) -> list[int]:
+        wgroup = w.comm.Get_group()
+        ranks = group.Translate_ranks(list(range(group.Get_size())), wgroup)
+        if any(r == UNDEFINED for r in ranks):
+            raise _error("ERR_GROUP")
+        return ranks
+
+    # -- handles ------------------------------------------------------------------------
+    def toint(self) -> int:
+        return 0 if self._w is None else id(self._w)
+
+    py2f = toint
+
+
+def _sum(op):
+    return OPS["SUM"] if op is None else op
+
+
+def _new_info():
+    from . import info
+
+    return info.Info.Create()
+
+
+def _is_bottom(memory) -> bool:
+    """mpi4py's ``BOTTOM`` (address 0): a window without memory of its own."""
+    return (isinstance(memory, int) and memory == 0) or repr(memory) == "BOTTOM"
+
+
+def _comm_or_self(comm):
+    return Intracomm("self_comm") if comm is None else comm
+
+
+def _element_dtype(dt) -> np.dtype:
+    """The packed numpy dtype of the one predefined type an accumulate's datatype is built
+    of (MPI allows no other); pair types lose their alignment padding when packed."""
+    while not dt.is_predefined:
+        base, combiner, params = dt.decode()
+        dt = params["datatypes"][0] if combiner == "STRUCT" else base
+    npdt = dt.dtype
+    if npdt.fields is None:
+        return npdt
+    return np.dtype([(name, npdt.fields[name][0]) for name in npdt.names])
+
+
+def _target_spec(target, msg) -> tuple[int, int, object]:
+    """mpi4py's target argument: None, disp, (disp,), (disp, count) or (disp, count,
+    datatype) -> (disp, count, datatype); the origin's count and datatype fill what is
+    left out."""
+    dt = msg.datatype
+    count = msg.count
+    disp = 0
+    if target is None:
+        pass
+    elif isinstance(target, int):
+        disp = target
+    elif isinstance(target, list | tuple):
+        if len(target) > 3:
+            raise ValueError("target: expecting 3 items at most")
+        if len(target) > 0:
+            disp = int(target[0])
+        if len(target) > 1:
+            count = int(target[1])
+        if len(target) > 2:
+            dt = target[2]
+    else:
+        raise ValueError("target: expecting integral or list/tuple")
+    return disp, count, dt
+
+
+WIN_NULL = Win()
+
+NAMES = {
+    "Win": Win,
+    "WIN_NULL": WIN_NULL,
+    "LOCK_EXCLUSIVE": LOCK_EXCLUSIVE,
+    "LOCK_SHARED": LOCK_SHARED,
+    **MODES,
+    **WIN_ATTRS,
+}
+"""What ``mpi4py.MPI`` exports from this module."""
