@@ -18,8 +18,8 @@ def test_pp_defaults_follow_open_mpis_formulas():
     assert q == QueueSpec("P", 65536, 64, 48, rd_win=32, rd_rsv=4)
 
 
-def test_pp_explicit_fields_and_empty_fields_take_defaults():
-    (q,) = parse_receive_queues("P,128,256,,32")
+def test_pp_explicit_fields_and_left_out_trailing_fields_take_defaults():
+    (q,) = parse_receive_queues("P,128,256,192,32")
     assert (q.rd_low, q.rd_win, q.rd_rsv) == (192, 32, 16)
     (q,) = parse_receive_queues("P,128,256,192,128")
     assert q.rd_rsv == 4
@@ -34,8 +34,8 @@ def test_srq_defaults_follow_open_mpis_formulas():
 
 
 def test_a_default_that_computes_to_zero_becomes_one():
-    (q,) = parse_receive_queues("P,,8")
-    assert q.size == 1
+    (q,) = parse_receive_queues("S,128,4")  # sd_max = rd_low // 4 = 0
+    assert q.sd_max == 1
 
 
 def test_default_string_is_open_mpis_for_stock_and_changed_limits():
@@ -61,7 +61,14 @@ def test_format_writes_every_field_and_parses_back_to_the_same_queues():
     ("value", "topic", "fragment"),
     [
         ("", "rq-empty", "defines no queue pairs"),
-        (":::", "rq-empty", "defines no queue pairs"),
+        ("  ", "rq-empty", "defines no queue pairs"),
+        (":::", "rq-empty-entry", "entry 0 is empty"),
+        ("P,128,256::P,65536,256", "rq-empty-entry", "entry 1 is empty"),
+        ("P,128,256:", "rq-empty-entry", "entry 1 is empty"),
+        ("P,128,256,,32", "rq-empty-field", "field 4 (rd_low)"),
+        ("P,128,,", "rq-empty-field", "field 3 (rd_num)"),
+        ("P,99999999999999999999,4", "rq-number-too-big", "above the limit 2147483647"),
+        ("S,128,3000000000", "rq-number-too-big", "(rd_num)"),
         ("Q,128,256", "rq-bad-type", "'Q,128,256'"),
         ("p,128,256", "rq-bad-type", "valid types are P"),
         ("X,128,256", "rq-xrc", "not support"),

@@ -16,10 +16,11 @@ from .device_ids import DEVICES_TOML, device_ids
 from .device_params import load_device_params
 from .effective import effective_settings
 from .info import render_effective, render_human, render_parsable
-from .mca import load_mca_from_process
+from .limits import DeviceLimits, check_device
+from .mca import McaContext, load_mca_from_process
 from .variables import ConversionError, parse_integer
 
-__all__ = ["info", "ini"]
+__all__ = ["info", "ini", "job_settings", "check_job_devices"]
 
 register_topics(
     {
@@ -77,6 +78,43 @@ def _device_options(func):
 def _echo_warnings(ctx) -> None:
     for warning in ctx.warnings:
         click.echo(f"pyopenib: warning: {warning.message}", err=True)
+
+
+def _param_files(ctx: McaContext) -> list[str]:
+    return [p for p in str(ctx.get("btl_openib_device_param_files")).split(":") if p]
+
+
+def job_settings(cli_pairs=(), presets=()) -> McaContext:
+    """The MCA settings of a command that runs a job (run, scenario, check, bench,
+    perftest): ``OMPI_MCA_*``, parameter files, ``--mca`` pairs and the tool's
+    ``presets``, resolved once in this process, as ``run`` always did. MCA notices and
+    the device-params files' warnings (unknown key, repeated section) are printed here,
+    once, before any work; an error in those files is refused here."""
+    ctx = load_mca_from_process(list(cli_pairs), presets)
+    _echo_warnings(ctx)
+    table = load_device_params(_param_files(ctx), strict=False)
+    for diagnostic in table.diagnostics:
+        if diagnostic.severity == "warning":
+            click.echo(f"pyopenib: warning: {diagnostic}", err=True)
+    table.raise_on_errors()
+    return ctx
+
+
+def check_job_devices(ctx: McaContext, models, min_largest: int = 0, what: str = "") -> list:
+    """Every device model of the job against the settings it resolves (``check_device``),
+    returned one per distinct model; prints Open MPI's *no device params found* warning for a device without an INI
+    section unless btl_openib_warn_no_device_params_found is 0."""
+    table = load_device_params(_param_files(ctx))
+    resolved = {}
+    for model in models:
+        if model.id in resolved:
+            continue
+        settings = effective_settings(ctx, model.vendor_id[0], model.vendor_part_ids[0], table)
+        for note in settings.notes:
+            click.echo(f"pyopenib: warning: device {model.id}: {note}", err=True)
+        check_device(ctx, settings, DeviceLimits.of(model), min_largest, what)
+        resolved[model.id] = settings
+    return list(resolved.values())
 
 
 @click.command("info")

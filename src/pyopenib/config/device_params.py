@@ -10,7 +10,7 @@ tuning keys mtu, use_eager_rdma, receive_queues, max_inline_data and credits_on_
 not inherited.
 
 Problems are collected as ``IniDiagnostic`` objects (never printed here). An unknown key
-is a warning, as in Open MPI; everything Open MPI would silently misread (junk numbers,
+is a warning, as in Open MPI, and so is a section name repeated in one file; everything Open MPI would silently misread (junk numbers,
 text outside a section, a missing ``=``) is an error, reported with file and line.
 """
 
@@ -172,11 +172,25 @@ def parse_ini_text(text: str, path: str, table: DeviceParamsTable) -> None:
     """Add one file's sections to ``table`` (later sections override key by key)."""
     draft: _Draft | None = None
     note = table.diagnostics.append
+    seen: dict[str, int] = {}
     for item in lex(text, sections=True):
         if isinstance(item, Problem):
             note(IniDiagnostic("error", path, item.line, item.reason))
         elif isinstance(item, Section):
             _save(draft, table)
+            if item.name in seen:
+                # Open MPI merges it silently; within one file it is almost always an
+                # edit that forgot the first copy.
+                note(
+                    IniDiagnostic(
+                        "warning",
+                        path,
+                        item.line,
+                        f"section [{item.name}] appears again (first at line "
+                        f"{seen[item.name]}); its keys override the earlier ones",
+                    )
+                )
+            seen.setdefault(item.name, item.line)
             draft = _Draft(item.name, path, item.line)
         elif draft is None:
             note(IniDiagnostic("error", path, item.line, f"{item.key!r} is not in a section"))

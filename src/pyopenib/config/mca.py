@@ -248,6 +248,19 @@ def _unknown(name: str, source: Source) -> McaWarning:
     return McaWarning("mca-unknown-openib-name", TOPICS["mca-unknown-openib-name"].format(**facts))
 
 
+def _two_names(var: Variable, winner: _Setting, loser: _Setting) -> McaWarning:
+    facts = {
+        "name": var.full_name,
+        "winner": winner.given_as,
+        "winner_value": winner.text,
+        "winner_source": str(winner.source),
+        "loser": loser.given_as,
+        "loser_value": loser.text,
+        "loser_source": str(loser.source),
+    }
+    return McaWarning("mca-two-names", TOPICS["mca-two-names"].format(**facts))
+
+
 def _no_effect(name: str, source: Source) -> McaWarning:
     facts = {"name": name, "source": str(source)}
     return McaWarning("mca-param-files-in-file", TOPICS["mca-param-files-in-file"].format(**facts))
@@ -268,7 +281,7 @@ def _collect_cli(pairs, names, warnings) -> dict[str, _Setting]:
             warnings.append(_unknown(name, source))
             continue
         var, _ = entry
-        _keep(found, var, _Setting(text, source, name))
+        _keep(found, var, _Setting(text, source, name), warnings)
     return found
 
 
@@ -285,14 +298,20 @@ def _collect_env(environ: Mapping[str, str], names, warnings) -> dict[str, _Sett
                 warnings.append(_unknown(key, source))
             continue
         var, _ = entry
-        _keep(found, var, _Setting(environ[key], source, name))
+        _keep(found, var, _Setting(environ[key], source, name), warnings)
     return found
 
 
-def _keep(found: dict[str, _Setting], var: Variable, setting: _Setting) -> None:
+def _keep(found: dict[str, _Setting], var: Variable, setting: _Setting, warnings) -> None:
     """Keep one setting per variable and source: a synonym beats the own name, and the
-    long name (``opal_...``) beats the short one, as Open MPI looks them up."""
+    long name (``opal_...``) beats the short one, as Open MPI looks them up. Two names
+    of one variable in one source is reported: Open MPI silently keeps one of them."""
     current = found.get(var.full_name)
+    if current is not None and current.given_as != setting.given_as:
+        winner, loser = (current, setting)
+        if _rank(var, setting.given_as) >= _rank(var, current.given_as):
+            winner, loser = setting, current
+        warnings.append(_two_names(var, winner, loser))
     if current is None or _rank(var, setting.given_as) >= _rank(var, current.given_as):
         found[var.full_name] = setting
 
@@ -348,7 +367,7 @@ def _collect_files(file_list, names, warnings, home) -> dict[str, list[_Setting]
             if var.full_name == "mca_base_param_files":
                 warnings.append(_no_effect(item.key, source))
                 continue
-            _keep(in_this_file, var, _Setting(item.value, source, item.key))
+            _keep(in_this_file, var, _Setting(item.value, source, item.key), warnings)
         for full_name, setting in in_this_file.items():
             if full_name not in found:
                 found[full_name] = [setting]

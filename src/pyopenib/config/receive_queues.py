@@ -2,12 +2,13 @@
 
 A value is ``:``-separated entries, each ``P,size,rd_num[,rd_low[,rd_win[,rd_rsv]]]``
 (per-peer QP with credit flow control) or ``S,size,rd_num[,rd_low[,sd_max[,rd_init
-[,srq_limit]]]]`` (shared receive queue). Missing or empty fields take Open MPI's
+[,srq_limit]]]]`` (shared receive queue). Missing trailing fields take Open MPI's
 derived defaults (``btl_openib_mca.c``: each from the fields resolved before it, and a
 default that computes to 0 becomes 1). Validation follows Open MPI's order and adds what
 Open MPI leaves to luck: numbers must be numbers (C ``atoi`` turns junk into 0), sizes
 must strictly increase (Open MPI's INI comments require it; its code silently picks the
-wrong QP otherwise). XRC (``X``) is not supported by pyopenib.
+wrong QP otherwise), an empty field or entry is an error (Open MPI gives an empty field its
+default and drops an empty entry; docs/compatibility.md lists the difference), and every field fits Open MPI's ``int``. XRC (``X``) is not supported by pyopenib.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ __all__ = [
 _P_FIELDS = ("size", "rd_num", "rd_low", "rd_win", "rd_rsv")
 _S_FIELDS = ("size", "rd_num", "rd_low", "sd_max", "rd_init", "srq_limit")
 _NUMBER = re.compile(r"[0-9]+")
+FIELD_MAX = 2**31 - 1
+"""Open MPI reads each field with ``atoi`` into an ``int``: anything larger wraps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +80,12 @@ def parse_receive_queues(value: str, source: str = "value") -> tuple[QueueSpec, 
     (an MCA source label or ``file:line``) for error messages."""
     if not isinstance(value, str):
         raise PyopenibError("rq-empty", value=str(value), source=source)
-    entries = [entry for entry in value.split(":") if entry]
-    if not entries:
+    if not value.strip():
         raise PyopenibError("rq-empty", value=value, source=source)
+    entries = value.split(":")
+    for index, entry in enumerate(entries):
+        if not entry.strip():
+            raise PyopenibError("rq-empty-entry", value=value, source=source, index=index)
     queues = tuple(_parse_entry(value, source, entry) for entry in entries)
     for index in range(1, len(queues)):
         if queues[index].size <= queues[index - 1].size:
@@ -117,11 +123,26 @@ def _parse_entry(value: str, source: str, entry: str) -> QueueSpec:
     raw: dict[str, int | None] = {}
     for position, (name, text) in enumerate(zip(names, fields, strict=False), start=2):
         text = text.strip()
-        if text and not _NUMBER.fullmatch(text):
+        if not text:
+            # Open MPI gives an empty field its default (atoi_param); pyopenib refuses
+            # it (issue 11): ``P,128,,32`` is more often a typo than a wish, and leaving
+            # out trailing fields still takes the defaults.
+            raise PyopenibError("rq-empty-field", **facts, position=position, field=name)
+        if not _NUMBER.fullmatch(text):
             raise PyopenibError(
                 "rq-bad-number", **facts, position=position, field=name, field_value=text
             )
-        raw[name] = int(text) if text else None
+        number = int(text)
+        if number > FIELD_MAX:
+            raise PyopenibError(
+                "rq-number-too-big",
+                **facts,
+                position=position,
+                field=name,
+                field_value=text,
+                limit=FIELD_MAX,
+            )
+        raw[name] = number
 
     def pick(name: str, default: int) -> int:
         # Open MPI's atoi_param: an absent field takes the default, and a default of 0

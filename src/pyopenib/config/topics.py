@@ -31,12 +31,31 @@ TOPICS = {
         "{name} (source: {source}) is not an MCA variable of the openib BTL; it is ignored "
         "(is it misspelt?)"
     ),
+    "mca-two-names": (
+        "MCA variable {name} is set under two names: {winner} = {winner_value!r} "
+        "(source: {winner_source}) wins over {loser} = {loser_value!r} (source: "
+        "{loser_source}), as in Open MPI (a synonym is read after the name it stands for); "
+        "set only one of them"
+    ),
     "mca-param-files-in-file": (
         "{name} (source: {source}) has no effect in a parameter file; set it in the "
         "environment or with --mca"
     ),
     # receive_queues (help-mpi-btl-openib.txt topics, our words)
     "rq-empty": "btl_openib_receive_queues {value!r} (from {source}) defines no queue pairs",
+    "rq-empty-entry": (
+        "btl_openib_receive_queues {value!r} (from {source}): entry {index} is empty "
+        "(two ':' in a row, or one at an end)"
+    ),
+    "rq-empty-field": (
+        "btl_openib_receive_queues {value!r} (from {source}): field {position} "
+        "({field}) of entry {entry!r} is empty; leave out trailing fields to take their "
+        "defaults, but give every field before the last one"
+    ),
+    "rq-number-too-big": (
+        "btl_openib_receive_queues {value!r} (from {source}): field {position} "
+        "({field}) of entry {entry!r} is {field_value}, above the limit {limit}"
+    ),
     "rq-bad-type": (
         "btl_openib_receive_queues {value!r} (from {source}): entry {entry!r} has an "
         "unknown queue type; valid types are P (per-peer) and S (shared receive queue)"

@@ -8,10 +8,16 @@ factory through ``run_job`` instead.
 from __future__ import annotations
 
 import sys
+import traceback
 
 import click
 
+from ..config.commands import check_job_devices, job_settings
 from ..errors import PyopenibError, register_topics
+from ..hw import get_device_model
+from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
+from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
+from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
 from ..sim import Tracer, make_simulator
 from .runner import run_job
@@ -21,6 +27,16 @@ __all__ = ["openib_btls", "parse_devices", "run"]
 DEFAULT_DEVICE = "mellanox-hermon"
 """ConnectX-2/3, the device most openib users ran on."""
 
+RANK_BYTES = 3 << 20
+"""What one rank costs before its buffers (its greenlet, MPI state, PML, BTL module, CQ,
+QPs): measured 3.6 MB per rank for a barrier at -n 1000 and 4.6 MB at -n 4000 on
+mellanox-hermon (``/usr/bin/time -f %M pyopenib run -n N barrier.py``); 3 MiB keeps the
+estimate on the low side, so no job that fits is refused."""
+
+PML_LARGEST_HEADER = max(h.size for h in (ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR))
+"""The largest control header the PML sends in one fragment: the biggest receive
+buffer must hold it, or no message can leave."""
+
 register_topics(
     {
         "run-btl-unavailable": (
@@ -28,11 +44,15 @@ register_topics(
             "needs pyopenib.btl.build_job_btls"
         ),
         "run-device-choice": "give either --device ID or --devices MAP, not both",
+        "run-memory": (
+            "-n {nprocs}: the job needs about {need} of memory ({how}), but this machine "
+            "has {available} available; run fewer ranks, or lower the receive_queues "
+            "depths or btl_openib_eager_rdma_num"
+        ),
         "run-bad-devices": (
             "--devices {value!r}: {reason} (expected ID[:COUNT],ID[:COUNT],... covering "
             "all {nprocs} ranks)"
         ),
-        "run-bad-np": "-n {value}: the number of processes must be at least 1",
     }
 )
 
@@ -62,14 +82,17 @@ def parse_devices(spec: str, nprocs: int) -> list[str]:
     return out
 
 
-def openib_btls(devices, mca_pairs, ppn: int):
-    """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices."""
+def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
+    """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices.
+    ``mca`` is the resolved context (``job_settings``); without it this process's
+    environment, parameter files and ``mca_pairs`` are resolved here."""
     try:
         from ..btl import build_job_btls
         from ..config.mca import load_mca_from_process
     except ImportError as exc:
         raise PyopenibError("run-btl-unavailable", reason=str(exc)) from None
-    mca = load_mca_from_process(cli_pairs=list(mca_pairs))
+    if mca is None:
+        mca = load_mca_from_process(cli_pairs=list(mca_pairs))
 
     def make_btls(sim, nprocs):
         return build_job_btls(sim, nprocs, devices, list(mca_pairs), ppn, mca=mca)
@@ -81,20 +104,43 @@ def openib_btls(devices, mca_pairs, ppn: int):
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
-@click.option("-n", "--np", "nprocs", type=int, required=True, help="Number of ranks.")
-@click.option("--device", default=None, help=f"Device model for every rank [{DEFAULT_DEVICE}].")
+@click.option(
+    "-n", "--np", "nprocs", type=click.IntRange(min=1), required=True, help="Number of ranks."
+)
+@click.option(
+    "--device",
+    type=DEVICE_NAME,
+    default=None,
+    help=f"Device model for every rank [{DEFAULT_DEVICE}].",
+)
 @click.option("--devices", default=None, help="Per-rank devices: ID[:COUNT],ID[:COUNT],...")
-@click.option("--ppn", type=int, default=1, show_default=True, help="Processes per node.")
+@click.option(
+    "--ppn", type=click.IntRange(min=1), default=1, show_default=True, help="Processes per node."
+)
 @click.option("--mca", nargs=2, multiple=True, metavar="NAME VALUE", help="MCA parameter.")
-@click.option("--seed", type=int, default=None, help="Randomise choice points with this seed.")
-@click.option("--trace", "trace_path", default=None,
-              help="Write the event trace: .jsonl (JSON lines), .json (Perfetto), "
-              ".svg/.png/.pdf (sequence diagram around the first failure).")  # fmt: skip
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=2**63 - 1),
+    default=None,
+    help="Randomise choice points with this seed.",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    default=None,
+    help="Write the event trace: .jsonl (JSON lines), .json (Perfetto), "
+    ".svg/.png/.pdf (sequence diagram around the first failure).",
+)
 @click.option("--tag-output", is_flag=True, help="Prefix lines with [1,rank]<stdout>:.")
-@click.option("--timeout", type=float, default=None, help="Give up after this many sim seconds.")
-@click.option("--cpu-scale", type=float, default=0.0, help="Charge CPU time x F as sim time.")
-@click.option("--stats", is_flag=True,
-              help="After the job, print per-rank, per-QP openib counters on stderr.")  # fmt: skip
+@click.option(
+    "--timeout", type=SECONDS, default=None, help="Give up after this many simulated seconds."
+)
+@click.option(
+    "--cpu-scale", type=CPU_SCALE, default=0.0, help="Charge CPU time x F as sim time (0 = off)."
+)
+@click.option(
+    "--stats", is_flag=True, help="After the job, print per-rank, per-QP openib counters on stderr."
+)
 @click.argument("program", type=click.Path(exists=True, dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run(
@@ -113,33 +159,104 @@ def run(
     args,
 ):
     """Run an unmodified mpi4py PROGRAM on N simulated ranks, like mpirun."""
-    if nprocs < 1:
-        raise PyopenibError("run-bad-np", value=nprocs)
     if device and devices:
         raise PyopenibError("run-device-choice")
+    trace_out = output_file("--trace", trace_path, TRACE_SUFFIXES)
     chosen = parse_devices(devices, nprocs) if devices else (device or DEFAULT_DEVICE)
-    make_btls = openib_btls(chosen, mca, ppn)
+    names = [chosen] if isinstance(chosen, str) else chosen
+    models = [get_device_model(name) for name in dict.fromkeys(names)]
+    ctx = job_settings(mca)
+    settings = check_job_devices(ctx, models, PML_LARGEST_HEADER, "the PML's largest header")
+    check_job_memory(settings, nprocs)
+    make_btls = openib_btls(chosen, mca, ppn, mca=ctx)
     btls: list = []
     if stats:
         make_btls = _keeping(make_btls, btls)
-    tracer = Tracer() if trace_path else None
+    tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
-    result = run_job(
-        program,
-        nprocs,
-        make_btls,
-        args,
-        sim=sim,
-        ppn=ppn,
-        tag_output=tag_output,
-        timeout=timeout,
-        cpu_scale=cpu_scale,
-    )
-    if tracer is not None:
-        write_trace(tracer.events, trace_path)
+    try:
+        result = run_job(
+            program,
+            nprocs,
+            make_btls,
+            args,
+            sim=sim,
+            ppn=ppn,
+            tag_output=tag_output,
+            timeout=timeout,
+            cpu_scale=cpu_scale,
+        )
+    except SyntaxError as exc:
+        # Python's own report (file, line, caret), without the launcher's frames
+        click.echo("".join(traceback.format_exception_only(exc)).rstrip(), err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        if trace_out is not None:
+            write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    failed = None
+    if trace_out is not None:
+        failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
     if stats and btls:
         _print_stats(btls, result.sim_time_ps)
-    sys.exit(result.exit_code)
+    sys.exit(exit_status(result.exit_code, failed))
+
+
+def job_memory(settings, nprocs: int) -> tuple[int, str]:
+    """An estimate of the bytes a job of ``nprocs`` ranks needs, and how it was
+    reckoned: each rank's fixed cost (``RANK_BYTES``), the receive buffers its queues post
+    for one peer (rd_num + rd_rsv per P queue, the initial fill of each SRQ) and, with
+    eager RDMA on, one ring of eager_rdma_num slots."""
+    worst = 0
+    detail = ""
+    for s in settings:
+        buffers = sum(
+            q.size * (q.rd_num + q.rd_rsv if q.kind == "P" else _srq_fill(s, q))
+            for q in s.receive_queues
+        )
+        ring = s.eager_rdma_num * (s.eager_limit + 64) if s.use_eager_rdma else 0
+        per_rank = RANK_BYTES + buffers + ring
+        if per_rank > worst:
+            worst = per_rank
+            detail = f"{_bytes(RANK_BYTES)} fixed + {_bytes(buffers)} receive buffers"
+            if ring:
+                detail += f" + {_bytes(ring)} eager RDMA ring"
+    return worst * nprocs, f"{_bytes(worst)} per rank: {detail}"
+
+
+def _srq_fill(settings, queue) -> int:
+    return queue.rd_init if settings.enable_srq_resize else queue.rd_num
+
+
+def check_job_memory(settings, nprocs: int) -> None:
+    """Refuse a job that cannot fit in this machine's available memory (it would die of
+    it minutes later, inside a rank)."""
+    need, how = job_memory(settings, nprocs)
+    available = _available_memory()
+    if available is not None and need > available:
+        raise PyopenibError(
+            "run-memory", nprocs=nprocs, need=_bytes(need), how=how, available=_bytes(available)
+        )
+
+
+def _available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux); None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _keeping(make_btls, kept: list):

@@ -1,0 +1,167 @@
+"""Settings checked against the device model before any rank starts.
+
+Open MPI finds most of these only inside the job: ``ibv_create_qp`` fails with EINVAL
+when a receive queue asks for more work requests than ``max_qp_wr``, a shared receive
+queue above ``max_srq_wr`` fails ``ibv_create_srq``, a filter that matches no device
+leaves the openib BTL out (*no devices right type*), a device its INI file marks
+``ignore_device`` is skipped. In pyopenib those would end as a traceback inside a rank,
+so ``check_device`` refuses them up front, naming the MCA variable, its value, its
+source and the limit, as Open MPI's show_help messages do.
+
+``DeviceLimits`` is read from a device model by attribute (config imports no other
+layer); the queue depths follow Open MPI's connection managers (reference 2.9), as the
+BTL sizes its QPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import PyopenibError, register_topics
+from .effective import EffectiveSettings
+from .mca import McaContext
+from .receive_queues import QueueSpec
+
+__all__ = ["DeviceLimits", "check_device", "queue_depths"]
+
+register_topics(
+    {
+        "limit-device-type": (
+            "btl_openib_device_type = {value} (source: {source}) excludes device {device} "
+            "({transport}): Open MPI's openib would find no device of the right type and "
+            "leave the job without a transport; set btl_openib_device_type to all or "
+            "{transport}"
+        ),
+        "limit-ignore-device": (
+            "device {device} ({label}) is marked ignore_device = 1 in {where}: Open MPI's "
+            "openib skips it, so the job would have no transport; choose another device "
+            "or another device-params file (btl_openib_device_param_files)"
+        ),
+        "limit-qp-depth": (
+            "btl_openib_receive_queues {value!r} (source: {source}): queue {index} "
+            "({entry}) needs up to {needed} {direction} work requests per QP, but device "
+            "{device} allows at most {limit} (max_qp_wr; ibv_create_qp would fail with "
+            "EINVAL); lower {field}"
+        ),
+        "limit-srq-depth": (
+            "btl_openib_receive_queues {value!r} (source: {source}): shared queue {index} "
+            "({entry}) needs {needed} work requests (rd_num + sd_max), but device {device} "
+            "allows at most {limit} per shared receive queue (max_srq_wr; ibv_create_srq "
+            "would fail with EINVAL); lower rd_num or sd_max"
+        ),
+        "limit-largest-buffer": (
+            "btl_openib_receive_queues {value!r} (source: {source}): the largest receive "
+            "buffer ({largest} bytes) cannot hold {what} ({needed} bytes); make the last "
+            "queue's size at least {needed}"
+        ),
+    }
+)
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What one device model allows (``ibv_query_device``'s attributes)."""
+
+    device: str
+    transport: str
+    """``infiniband`` or ``iwarp``."""
+    srq: bool
+    max_qp_wr: int
+    max_srq_wr: int
+
+    @classmethod
+    def of(cls, model) -> DeviceLimits:
+        """The limits of a ``hw`` device model (read by attribute name)."""
+        return cls(model.id, model.transport, model.srq, model.max_qp_wr, model.max_srq_wr)
+
+
+def queue_depths(queues: tuple[QueueSpec, ...], credits_qp: int) -> list[tuple[int, int]]:
+    """(receive, send) work requests each queue's QP may need, the largest over both
+    credit policies and both peer policies (a QP is created before the peer's is known):
+    a P queue posts rd_num receives plus the reserve for credit messages (every P
+    queue's reserve on credits_qp) plus the CTS buffer on credits_qp; it sends up to
+    rd_num fragments plus the credit messages it may carry plus one; an S queue sends up
+    to sd_max plus the same."""
+    per_peer = [i for i, q in enumerate(queues) if q.kind == "P"]
+    reserve = sum(queues[i].rd_rsv for i in per_peer)
+    depths = []
+    for index, q in enumerate(queues):
+        carries = len(per_peer) if index == credits_qp else 1
+        if q.kind != "P":
+            depths.append((0, q.sd_max + carries + 1))
+            continue
+        recv = q.rd_num + (reserve + 1 if index == credits_qp else q.rd_rsv)
+        depths.append((recv, q.rd_num + carries + 1))
+    return depths
+
+
+def check_device(
+    ctx: McaContext,
+    settings: EffectiveSettings,
+    limits: DeviceLimits,
+    min_largest: int = 0,
+    min_largest_what: str = "",
+) -> None:
+    """Refuse settings that ``limits`` cannot carry. ``min_largest`` is the largest
+    header the layer above must send in one fragment (the PML's), named by
+    ``min_largest_what``."""
+    wanted = ctx.get("btl_openib_device_type")
+    wanted_transport = {"infiniband": "ib", "iwarp": "iwarp"}.get(str(wanted))
+    if wanted_transport is not None and wanted_transport != limits.transport:
+        raise PyopenibError(
+            "limit-device-type",
+            value=wanted,
+            source=ctx.source("btl_openib_device_type"),
+            device=limits.device,
+            transport=limits.transport,
+        )
+    if settings.ignore_device:
+        raise PyopenibError(
+            "limit-ignore-device",
+            device=limits.device,
+            label=settings.device_label,
+            where=settings.origins["ignore_device"],
+        )
+    facts = {
+        "value": settings.receive_queues_string,
+        "source": (
+            ctx.source("btl_openib_receive_queues")
+            if settings.receive_queues_kind == "mca"
+            else settings.origins["receive_queues"]
+        ),
+        "device": limits.device,
+    }
+    queues = settings.receive_queues
+    for index, ((recv, send), q) in enumerate(
+        zip(queue_depths(queues, settings.credits_qp), queues, strict=True)
+    ):
+        for needed, direction in ((recv, "receive"), (send, "send")):
+            if needed > limits.max_qp_wr:
+                field = "rd_num" if q.kind == "P" else "sd_max"
+                raise PyopenibError(
+                    "limit-qp-depth",
+                    **facts,
+                    index=index,
+                    entry=q.spec(),
+                    needed=needed,
+                    direction=direction,
+                    limit=limits.max_qp_wr,
+                    field=field,
+                )
+        if q.kind == "S" and limits.srq and q.rd_num + q.sd_max > limits.max_srq_wr:
+            raise PyopenibError(
+                "limit-srq-depth",
+                **facts,
+                index=index,
+                entry=q.spec(),
+                needed=q.rd_num + q.sd_max,
+                limit=limits.max_srq_wr,
+            )
+    if queues[-1].size < min_largest:
+        raise PyopenibError(
+            "limit-largest-buffer",
+            **facts,
+            largest=queues[-1].size,
+            needed=min_largest,
+            what=min_largest_what,
+        )

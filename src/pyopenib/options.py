@@ -1,0 +1,69 @@
+"""Click parameter types the commands share: every number on a command line has a type
+with a range, so a bad value is click's one-line usage error (exit 2) before any work,
+never a traceback or silent nonsense later (``--timeout nan``, ``--cpu-scale -5``,
+``--device ''``)."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+__all__ = ["CPU_SCALE", "DEVICE_NAME", "FiniteFloat", "SECONDS", "DeviceName"]
+
+
+class FiniteFloat(click.ParamType):
+    """A finite float (no ``nan``, no ``inf``) within ``[low, high]``; ``low_open``
+    excludes ``low`` itself. click's FloatRange lets ``nan`` through (every comparison
+    with nan is false)."""
+
+    name = "float"
+
+    def __init__(self, low: float | None = None, high: float | None = None, low_open=False):
+        self.low, self.high, self.low_open = low, high, low_open
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            number = value
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
+            bound = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
+            self.fail(f"{value!r} is out of range: it must be {bound}", param, ctx)
+        if self.high is not None and number > self.high:
+            self.fail(f"{value!r} is out of range: it must be <= {self.high:g}", param, ctx)
+        return number
+
+
+class DeviceName(click.ParamType):
+    """A device model id or alias from ``devices.toml``, checked when parsed (an empty
+    or unknown name lists the valid ones)."""
+
+    name = "device"
+
+    def convert(self, value, param, ctx):
+        from .errors import PyopenibError
+        from .hw import get_device_model
+
+        text = str(value).strip()
+        if not text:
+            self.fail("the device name is empty", param, ctx)
+        try:
+            get_device_model(text)
+        except PyopenibError as exc:
+            self.fail(str(exc), param, ctx)
+        return text
+
+
+SECONDS = FiniteFloat(0.0, low_open=True)
+"""A positive, finite number of seconds."""
+
+CPU_SCALE = FiniteFloat(0.0)
+"""A finite factor >= 0 (0 turns CPU charging off)."""
+
+DEVICE_NAME = DeviceName()
