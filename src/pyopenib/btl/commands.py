@@ -4,19 +4,33 @@ failure report when the transport fails (exit 3), and a trace excerpt around the
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from ..config.commands import check_job_devices, job_settings
 from ..errors import PyopenibError, register_topics
+from ..hw import get_device_model
+from ..options import DEVICE_NAME
+from ..outputs import (
+    EXIT_INTERRUPTED,
+    TRACE_SUFFIXES,
+    OutputDir,
+    exit_status,
+    output_file,
+    write_reporting,
+)
 from ..report import write_trace
 from ..sim import Tracer
-from .scenarios import SCENARIOS, run_scenario
+from .scenarios import DEFAULT_QUEUES, SCENARIOS, run_scenario
 
+EXIT_HUNG = 2
 EXIT_TRANSPORT_FAILURE = 3
 EXIT_PROTOCOL_BUG = 4
+MAX_SCENARIO_RANKS = 1024
+"""Each scenario rank is a BTL module with its queues: beyond this the run is a memory
+test, not a protocol scenario."""
 
 register_topics(
     {
@@ -25,20 +39,47 @@ register_topics(
 )
 
 
-def traced_run(trace_file, tracer, name, **kwargs):
+def traced_run(trace_out, tracer, name, **kwargs):
     """``run_scenario`` that still writes the trace when an invariant or the delivery check
-    fails, then reports it (exit 4): the trace is what a bug report needs."""
+    fails, or the user presses Ctrl-C, then reports it: the trace is what a bug report
+    needs."""
     try:
         return run_scenario(name, **kwargs)
     except AssertionError as exc:
-        if trace_file:
-            write_trace(tracer.events, trace_file)
-        raise PyopenibError("scenario-invariant", exit_code=EXIT_PROTOCOL_BUG,
-                            detail=str(exc)) from exc  # fmt: skip
+        _write(trace_out, tracer)
+        raise PyopenibError(
+            "scenario-invariant", exit_code=EXIT_PROTOCOL_BUG, detail=str(exc)
+        ) from exc
     except PyopenibError as exc:
-        if trace_file and exc.topic == "scenario-delivery":
-            write_trace(tracer.events, trace_file)
+        if exc.topic == "scenario-delivery":
+            _write(trace_out, tracer)
         raise
+    except KeyboardInterrupt:
+        _write(trace_out, tracer)
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _write(trace_out, tracer):
+    """Write the trace if one was asked for; a failure is printed and returned."""
+    if trace_out is None:
+        return None
+    return write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
+
+
+def scenario_settings(mca, credits_qp, devices, tool: str, queues: str):
+    """The MCA context of a BTL tool (scenario, check): ``OMPI_MCA_*``, parameter files
+    and ``--mca`` as ``run`` resolves them, ``--credits-qp`` as a command-line value that
+    replaces an ``--mca btl_openib_credits_qp``, and ``queues`` as the tool's own default
+    receive_queues (below any the user sets); checked against every device model."""
+    pairs = list(mca)
+    if credits_qp is not None:
+        pairs = [(k, v) for k, v in pairs if k != "btl_openib_credits_qp"]
+        pairs.append(("btl_openib_credits_qp", credits_qp))
+    ctx = job_settings(pairs, [("btl_openib_receive_queues", queues, tool)])
+    models = [get_device_model(d) for d in devices if d is not None]
+    check_job_devices(ctx, models)
+    return ctx
 
 
 def _summary(result, console: Console, title: str) -> None:
@@ -80,31 +121,74 @@ def race_excerpt(result, before: int = 8) -> list[str]:
 
 @click.command()
 @click.argument("name", type=click.Choice(SCENARIOS))
-@click.option("--device", default="chelsio-t3", show_default=True, help="Device model id.")
-@click.option("--peer-device", default=None, help="Device of the other ranks (mixed cluster).")
-@click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None,
-              help="btl_openib_credits_qp for every rank (default: MCA/INI resolution).")  # fmt: skip
+@click.option(
+    "--device", type=DEVICE_NAME, default="chelsio-t3", show_default=True, help="Device model id."
+)
+@click.option(
+    "--peer-device",
+    type=DEVICE_NAME,
+    default=None,
+    help="Device of the other ranks (mixed cluster).",
+)
+@click.option(
+    "--credits-qp",
+    type=click.Choice(["auto", "smallest", "own"]),
+    default=None,
+    help="btl_openib_credits_qp for every rank (default: MCA/INI resolution).",
+)
 @click.option("--mca", nargs=2, multiple=True, metavar="K V", help="MCA parameter.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random oracle.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=2**63 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of the random oracle.",
+)
 @click.option("--random-timing", is_flag=True, help="Draw durations from the device intervals.")
-@click.option("--trace", "trace_file", default=None,
-              help="Write the trace: .jsonl (JSON lines), .json (Perfetto), .svg/.png/.pdf "
-              "(sequence diagram of the race window).")  # fmt: skip
-@click.option("-n", "nprocs", type=int, default=None, help="Number of processes.")
-@click.option("--iterations", type=int, default=None, help="Fragments per sending rank.")
-def scenario(name, device, peer_device, credits_qp, mca, seed, random_timing, trace_file,
-             nprocs, iterations):  # fmt: skip
+@click.option(
+    "--trace",
+    "trace_file",
+    default=None,
+    help="Write the trace: .jsonl (JSON lines), .json (Perfetto), .svg/.png/.pdf "
+    "(sequence diagram of the race window).",
+)
+@click.option(
+    "-n",
+    "nprocs",
+    type=click.IntRange(min=2, max=MAX_SCENARIO_RANKS),
+    default=None,
+    help="Number of processes [pingpong, stream, bibw: 2; incast: 4].",
+)
+@click.option(
+    "--iterations", type=click.IntRange(min=1), default=None, help="Fragments per sending rank."
+)
+def scenario(
+    name, device, peer_device, credits_qp, mca, seed, random_timing, trace_file, nprocs, iterations
+):
     """Run a built-in BTL workload between simulated processes and summarise it."""
+    trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
+    ctx = scenario_settings(
+        mca, credits_qp, (device, peer_device), "pyopenib scenario", DEFAULT_QUEUES
+    )
     console = Console()
     tracer = Tracer()
-    result = traced_run(trace_file, tracer, name, device=device, peer_device=peer_device,
-                        credits_qp=credits_qp, mca_pairs=mca, seed=seed,
-                        randomize=random_timing, trace=tracer, nprocs=nprocs,
-                        iterations=iterations)  # fmt: skip
-    policy = credits_qp or "auto"
+    result = traced_run(
+        trace_out,
+        tracer,
+        name,
+        device=device,
+        peer_device=peer_device,
+        mca_pairs=ctx.explicit_pairs(),
+        seed=seed,
+        randomize=random_timing,
+        trace=tracer,
+        nprocs=nprocs,
+        iterations=iterations,
+    )
+    policy = ctx.get("btl_openib_credits_qp")
     _summary(result, console, f"{name} on {device} (credits_qp {policy})")
-    if trace_file:
-        write_trace(tracer.events, trace_file)
+    failed = _write(trace_out, tracer)
+    status = 0
     if result.failure is not None:
         click.echo(result.failure.report, err=True)
         excerpt = race_excerpt(result)
@@ -112,10 +196,11 @@ def scenario(name, device, peer_device, credits_qp, mca, seed, random_timing, tr
             click.echo("trace around the failure:", err=True)
             for line in excerpt:
                 click.echo("  " + line, err=True)
-        sys.exit(EXIT_TRANSPORT_FAILURE)
-    if result.hung:
+        status = EXIT_TRANSPORT_FAILURE
+    elif result.hung:
         click.echo(f"pyopenib: {result.hung}", err=True)
-        sys.exit(2)
+        status = EXIT_HUNG
+    sys.exit(exit_status(status, failed))
 
 
 @click.command()
@@ -131,10 +216,9 @@ def demo():
         console.print("[bold]trace around the race[/bold] (time, layer, actor, event):")
         for line in race_excerpt(bad):
             console.print("  " + line, markup=False, highlight=False)
-        out = Path("out")
-        out.mkdir(exist_ok=True)
-        write_trace(bad.tracer.events, out / "t3-race.png")
-        write_trace(bad.tracer.events, out / "t3-race-perfetto.json")
+        out = OutputDir.check("demo output", "out")
+        for name in ("t3-race.png", "t3-race-perfetto.json"):
+            out.file(name, TRACE_SUFFIXES).write(lambda tmp: write_trace(bad.tracer.events, tmp))
         console.print("sequence diagram of the race: out/t3-race.png; whole run for "
                       "ui.perfetto.dev: out/t3-race-perfetto.json")  # fmt: skip
     console.rule("[bold]2. The fix: credits of QP X travel on QP X (own)")
