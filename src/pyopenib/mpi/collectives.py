@@ -1,101 +1,137 @@
-"""Collective algorithms over point-to-point, on byte arrays (callers encode and decode).
+"""Intracommunicator collective algorithms, as schedules (see ``coll_engine``) on bytes.
 
-The textbook choices Open MPI's ``coll/tuned`` and MPICH make for small jobs: dissemination
-barrier, binomial-tree bcast and reduce, recursive-doubling allreduce (with the usual fold
-of the ranks above the largest power of two), linear gather/scatter, ring allgather and
-pairwise-exchange alltoall. Collective traffic uses the communicator's second context id,
-so it never matches a user's receive.
+Each algorithm is a generator over a ``Channel`` that yields the PML requests of a round
+and returns the result; data are uint8 arrays (the callers turn buffers into bytes and
+back), blocks received without a buffer are the PML's (``req.data``), and ``combine(a, b)``
+is ``a op b`` with ``a`` from the lower ranks (MPI's operand order).
+
+Which algorithm runs follows the fixed decision rules of Open MPI's ``coll/tuned``
+(``coll_tuned_decision_fixed.c``, the rules measured on UTK's Grig cluster that Open MPI
+shipped from 1.3 through 4.0), so the fabric sees Open MPI's traffic pattern:
+
+* barrier: two processes, a pairwise exchange; a power of two, recursive doubling;
+  otherwise Bruck's dissemination;
+* bcast: under 2048 bytes, binomial tree; when ``size < 1.6134e-6 * bytes + 2.1102``, a
+  pipeline (chain) of 128 KiB segments; otherwise binomial (*not reproduced*: tuned's
+  segmented split-binary tree for those sizes);
+* reduce: non-commutative operations, or ``size < 20`` and under 512 bytes, or
+  ``size < 10`` and up to 1024 bytes, linear at the root; otherwise binomial (*not
+  reproduced*: the segmented binary and pipeline trees tuned picks above 20 KiB);
+* allreduce: under 10000 bytes recursive doubling; commutative with more elements than
+  processes, ring; otherwise reduce then bcast (tuned's "nonoverlapping");
+* allgather: two processes, an exchange; under 50000 bytes in all, recursive doubling for
+  a power of two and Bruck otherwise (Bruck for allgatherv); above, ring (*not
+  reproduced*: neighbour exchange for an even number of processes);
+* alltoall: two processes, an exchange; blocks under 3000 bytes, linear (all sends and
+  receives at once; *not reproduced*: Bruck for blocks under 200 bytes on more than 12
+  processes); otherwise pairwise exchange; alltoallv/w linear;
+* gather, scatter (and v): linear (*not reproduced*: tuned's binomial trees for large
+  communicators);
+* reduce_scatter(_block): reduce to rank 0, then scatter(v) ("nonoverlapping");
+* scan, exscan: linear chain (Open MPI's coll/basic).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..pml import describe
-
 __all__ = [
-    "Channel",
+    "exchange",
+    "split_blocks",
     "allgather",
     "allreduce",
     "alltoall",
+    "alltoallv",
     "barrier",
     "bcast",
+    "bcast_object",
+    "exscan",
     "gather",
     "reduce",
+    "reduce_object",
+    "reduce_scatter",
+    "scan",
     "scatter",
 ]
 
 EMPTY = np.empty(0, dtype=np.uint8)
+_U8 = np.uint8
+
+BCAST_SMALL = 2048
+BCAST_PIPELINE_A, BCAST_PIPELINE_B = 1.6134e-6, 2.1102
+BCAST_SEGMENT = 128 * 1024
+ALLREDUCE_INTERMEDIATE = 10000
+ALLGATHER_SMALL = 50000
+ALLTOALL_LINEAR = 3000
 
 
-class Channel:
-    """Point-to-point for one collective call: communicator ranks, the collective context.
-    ``call`` labels the collective for deadlock reports (see ``pml.describe``)."""
-
-    __slots__ = ("ctx", "pml", "state", "rank", "size", "tag", "call")
-
-    def __init__(self, ctx, state, tag: int, call):
-        self.ctx = ctx
-        self.pml = ctx.pml
-        self.state = state
-        self.rank = state.rank
-        self.size = state.size
-        self.tag = tag
-        self.call = call
-
-    def isend(self, data: np.ndarray, dest: int):
-        st = self.state
-        return self.pml.isend(
-            data,
-            st.ranks[dest],
-            st.coll_ctx,
-            st.rank,
-            self.tag,
-            label=(_step_label, self.call, "send to", dest),
-        )
-
-    def irecv(self, source: int):
-        return self.pml.irecv(
-            None,
-            self.state.coll_ctx,
-            source,
-            self.tag,
-            (_step_label, self.call, "recv from", source),
-        )
-
-    def recv(self, source: int) -> np.ndarray:
-        req = self.irecv(source)
-        self.wait([req])
-        return req.data
-
-    def wait(self, reqs) -> None:
-        if len(reqs) == 1:
-            self.ctx.wait_request(reqs[0], self.call)
-        elif not all(r.complete for r in reqs):
-            self.ctx.wait_for(lambda: all(r.complete for r in reqs), self.call)
+def exchange(ch, data, peer: int):
+    s = ch.isend(data, peer)
+    q = ch.irecv(peer)
+    yield [s, q]
+    return q.data
 
 
-def _step_label(call, step: str, peer: int) -> str:
-    return f"{describe(call)} {step} {peer}"
+def _concat(blocks) -> np.ndarray:
+    return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
 
 
-def barrier(ch: Channel) -> None:
+def split_blocks(data, sizes) -> list:
+    out, at = [], 0
+    for n in sizes:
+        out.append(data[at : at + n])
+        at += n
+    return out
+
+
+# -- barrier ----------------------------------------------------------------------------
+def barrier(ch):
     n, r = ch.size, ch.rank
-    k = 1
-    while k < n:
-        s = ch.isend(EMPTY, (r + k) % n)
-        ch.recv((r - k) % n)
-        ch.wait([s])
-        k <<= 1
+    if n == 1:
+        return
+    if n == 2:
+        yield from exchange(ch, EMPTY, 1 - r)
+    elif n & (n - 1) == 0:
+        mask = 1
+        while mask < n:
+            yield from exchange(ch, EMPTY, r ^ mask)
+            mask <<= 1
+    else:
+        k = 1
+        while k < n:
+            s = ch.isend(EMPTY, (r + k) % n)
+            q = ch.irecv((r - k) % n)
+            yield [s, q]
+            k <<= 1
 
 
-def bcast(ch: Channel, data, root: int) -> np.ndarray:
+# -- bcast ------------------------------------------------------------------------------
+def bcast(ch, data, root: int, nbytes: int):
+    """``data`` at the root (None elsewhere); every rank returns the root's bytes."""
+    n = ch.size
+    if n == 1:
+        return data
+    if nbytes >= BCAST_SMALL and n < BCAST_PIPELINE_A * nbytes + BCAST_PIPELINE_B:
+        return (yield from _bcast_pipeline(ch, data, root, nbytes, BCAST_SEGMENT))
+    return (yield from _bcast_binomial(ch, data, root))
+
+
+def bcast_object(ch, data, root: int):
+    """Binomial bcast of bytes whose length only the root knows (pickled objects)."""
+    if ch.size == 1:
+        return data
+    return (yield from _bcast_binomial(ch, data, root))
+
+
+def _bcast_binomial(ch, data, root: int):
     n = ch.size
     v = (ch.rank - root) % n
     mask = 1
     while mask < n:
         if v & mask:
-            data = ch.recv((v - mask + root) % n)
+            q = ch.irecv((v - mask + root) % n)
+            yield [q]
+            data = q.data
             break
         mask <<= 1
     mask >>= 1
@@ -104,42 +140,129 @@ def bcast(ch: Channel, data, root: int) -> np.ndarray:
         if v + mask < n:
             sends.append(ch.isend(data, (v + mask + root) % n))
         mask >>= 1
-    ch.wait(sends)
+    yield sends
     return data
 
 
-def reduce(ch: Channel, data: np.ndarray, combine, root: int):
-    """Binomial tree towards ``root``; ``combine(lower, higher)`` keeps rank order."""
+def _bcast_pipeline(ch, data, root: int, nbytes: int, segment: int):
+    n = ch.size
+    v = (ch.rank - root) % n
+    nxt = (v + 1 + root) % n
+    segs = [(a, min(a + segment, nbytes)) for a in range(0, nbytes, segment)]
+    if v == 0:
+        yield [ch.isend(data[a:b], nxt) for a, b in segs]
+        return data
+    out = np.empty(nbytes, _U8)
+    prev = (v - 1 + root) % n
+    recvs = [ch.irecv(prev, out[a:b]) for a, b in segs]
+    sends = []
+    for q, (a, b) in zip(recvs, segs, strict=True):
+        yield [q]
+        if v < n - 1:
+            sends.append(ch.isend(out[a:b], nxt))
+    yield sends
+    return out
+
+
+# -- reduce -----------------------------------------------------------------------------
+def reduce(ch, data, combine, root: int, commute: bool, nbytes: int):
+    """The reduction of every rank's ``data`` at the root (None elsewhere)."""
+    n = ch.size
+    if n == 1:
+        return data
+    if not commute or (n < 20 and nbytes < 512) or (n < 10 and nbytes <= 1024):
+        return (yield from _reduce_linear(ch, data, combine, root))
+    return (yield from _reduce_binomial(ch, data, combine, root))
+
+
+def _reduce_linear(ch, data, combine, root: int):
+    """Open MPI's basic linear reduce: the root combines from rank n-1 down to rank 0."""
+    n, r = ch.size, ch.rank
+    if r != root:
+        yield [ch.isend(data, root)]
+        return None
+    reqs = {i: ch.irecv(i) for i in range(n) if i != root}
+    yield list(reqs.values())
+    acc = data if root == n - 1 else reqs[n - 1].data
+    for i in range(n - 2, -1, -1):
+        acc = combine(data if i == root else reqs[i].data, acc)
+    return acc
+
+
+def _reduce_binomial(ch, data, combine, root: int):
+    """Binomial tree towards the root (a commutative operation: vrank order suffices)."""
     n = ch.size
     v = (ch.rank - root) % n
     mask = 1
     while mask < n:
         if v & mask:
-            ch.wait([ch.isend(data, (v - mask + root) % n)])
+            yield [ch.isend(data, (v - mask + root) % n)]
             return None
         if v + mask < n:
-            data = combine(data, ch.recv((v + mask + root) % n))
+            q = ch.irecv((v + mask + root) % n)
+            yield [q]
+            data = combine(data, q.data)
         mask <<= 1
     return data
 
 
-def _exchange(ch: Channel, data, peer: int) -> np.ndarray:
-    s = ch.isend(data, peer)
-    other = ch.recv(peer)
-    ch.wait([s])
-    return other
+def reduce_object(ch, data, combine, root: int):
+    """Reduction in rank order for any operation (mpi4py's lowercase ``reduce``): a
+    binomial tree towards rank 0, whose result goes on to the root."""
+    n, r = ch.size, ch.rank
+    if n == 1:
+        return data
+    mask = 1
+    while mask < n:
+        if r & mask:
+            yield [ch.isend(data, r - mask)]
+            data = None
+            break
+        if r + mask < n:
+            q = ch.irecv(r + mask)
+            yield [q]
+            data = combine(data, q.data)
+        mask <<= 1
+    if root == 0:
+        return data
+    if r == 0:
+        yield [ch.isend(data, root)]
+        return None
+    if r == root:
+        q = ch.irecv(0)
+        yield [q]
+        return q.data
+    return None
 
 
-def allreduce(ch: Channel, data: np.ndarray, combine) -> np.ndarray:
+# -- allreduce --------------------------------------------------------------------------
+def allreduce(ch, data, combine, commute: bool, nbytes: int, itemsize: int):
+    n = ch.size
+    if n == 1:
+        return data
+    count = nbytes // itemsize if itemsize else 0
+    if nbytes < ALLREDUCE_INTERMEDIATE:
+        return (yield from recursive_doubling(ch, data, combine))
+    if commute and count > n:
+        return (yield from _allreduce_ring(ch, data, combine, count, itemsize))
+    result = yield from reduce(ch, data, combine, 0, commute, nbytes)
+    return (yield from bcast(ch, result, 0, nbytes))
+
+
+def recursive_doubling(ch, data, combine):
+    """Recursive doubling, the ranks above the largest power of two folded onto their
+    neighbours first (and served last); operand order is rank order."""
     n, r = ch.size, ch.rank
     pof2 = 1 << (n.bit_length() - 1)
     rem = n - pof2
     if r < 2 * rem:
         if r % 2 == 0:
-            ch.wait([ch.isend(data, r + 1)])
+            yield [ch.isend(data, r + 1)]
             newrank = -1
         else:
-            data = combine(ch.recv(r - 1), data)
+            q = ch.irecv(r - 1)
+            yield [q]
+            data = combine(q.data, data)
             newrank = r // 2
     else:
         newrank = r - rem
@@ -148,53 +271,200 @@ def allreduce(ch: Channel, data: np.ndarray, combine) -> np.ndarray:
         while mask < pof2:
             newdst = newrank ^ mask
             dst = newdst * 2 + 1 if newdst < rem else newdst + rem
-            other = _exchange(ch, data, dst)
+            other = yield from exchange(ch, data, dst)
             data = combine(other, data) if dst < r else combine(data, other)
             mask <<= 1
     if r < 2 * rem:
         if r % 2:
-            ch.wait([ch.isend(data, r - 1)])
+            yield [ch.isend(data, r - 1)]
         else:
-            data = ch.recv(r + 1)
+            q = ch.irecv(r + 1)
+            yield [q]
+            data = q.data
     return data
 
 
-def gather(ch: Channel, data: np.ndarray, root: int):
+def _block_bounds(count: int, n: int, itemsize: int) -> list[tuple[int, int]]:
+    """Byte ranges of the n blocks of ``count`` elements (the first ``count % n`` blocks
+    one element longer, as Open MPI's COLL_BASE_COMPUTE_BLOCKCOUNT)."""
+    base, extra = divmod(count, n)
+    bounds, at = [], 0
+    for i in range(n):
+        c = base + (1 if i < extra else 0)
+        bounds.append((at * itemsize, (at + c) * itemsize))
+        at += c
+    return bounds
+
+
+def _allreduce_ring(ch, data, combine, count: int, itemsize: int):
+    """Ring reduce-scatter then ring allgather: rank r ends the first phase owning the
+    complete block (r + 1) % n."""
+    n, r = ch.size, ch.rank
+    right, left = (r + 1) % n, (r - 1) % n
+    bounds = _block_bounds(count, n, itemsize)
+    blocks = [data[a:b] for a, b in bounds]
+    for k in range(n - 1):
+        s = ch.isend(blocks[(r - k) % n], right)
+        q = ch.irecv(left)
+        yield [s, q]
+        b = (r - k - 1) % n
+        blocks[b] = combine(q.data, blocks[b])
+    for k in range(n - 1):
+        s = ch.isend(blocks[(r + 1 - k) % n], right)
+        q = ch.irecv(left)
+        yield [s, q]
+        blocks[(r - k) % n] = q.data
+    return _concat(blocks)
+
+
+# -- gather / scatter -------------------------------------------------------------------
+def gather(ch, data, root: int):
+    """Linear: the root receives each rank's block; returns the list at the root."""
     if ch.rank != root:
-        ch.wait([ch.isend(data, root)])
+        yield [ch.isend(data, root)]
         return None
     reqs = [None if i == root else ch.irecv(i) for i in range(ch.size)]
-    ch.wait([q for q in reqs if q is not None])
+    yield [q for q in reqs if q is not None]
     return [data if q is None else q.data for q in reqs]
 
 
-def scatter(ch: Channel, blocks, root: int) -> np.ndarray:
+def scatter(ch, blocks, root: int):
+    """Linear: the root sends block i to rank i; returns this rank's block."""
     if ch.rank != root:
-        return ch.recv(root)
-    sends = [ch.isend(b, i) for i, b in enumerate(blocks) if i != root]
-    ch.wait(sends)
+        q = ch.irecv(root)
+        yield [q]
+        return q.data
+    yield [ch.isend(b, i) for i, b in enumerate(blocks) if i != root]
     return blocks[root]
 
 
-def allgather(ch: Channel, data: np.ndarray) -> list:
+# -- allgather --------------------------------------------------------------------------
+def allgather(ch, data, sizes=None, vector: bool = False):
+    """Every rank's block, in rank order. ``sizes`` (bytes per rank, known everywhere)
+    allows the algorithms that move several blocks per message; without it, ring."""
+    n, r = ch.size, ch.rank
+    if n == 1:
+        return [data]
+    if n == 2:
+        other = yield from exchange(ch, data, 1 - r)
+        return [data, other] if r == 0 else [other, data]
+    if sizes is not None and sum(sizes) < ALLGATHER_SMALL:
+        if n & (n - 1) == 0 and not vector:
+            return (yield from _allgather_recursive_doubling(ch, data, sizes))
+        return (yield from _allgather_bruck(ch, data, sizes))
+    return (yield from _allgather_ring(ch, data))
+
+
+def _allgather_ring(ch, data):
     n, r = ch.size, ch.rank
     blocks = [None] * n
     blocks[r] = data
     right, left = (r + 1) % n, (r - 1) % n
     for i in range(n - 1):
         s = ch.isend(blocks[(r - i) % n], right)
-        blocks[(r - i - 1) % n] = ch.recv(left)
-        ch.wait([s])
+        q = ch.irecv(left)
+        yield [s, q]
+        blocks[(r - i - 1) % n] = q.data
     return blocks
 
 
-def alltoall(ch: Channel, blocks) -> list:
+def _allgather_recursive_doubling(ch, data, sizes):
+    n, r = ch.size, ch.rank
+    blocks = [None] * n
+    blocks[r] = data
+    mask = 1
+    while mask < n:
+        peer = r ^ mask
+        lo, plo = (r // mask) * mask, (peer // mask) * mask
+        other = yield from exchange(ch, _concat(blocks[lo : lo + mask]), peer)
+        blocks[plo : plo + mask] = split_blocks(other, sizes[plo : plo + mask])
+        mask <<= 1
+    return blocks
+
+
+def _allgather_bruck(ch, data, sizes):
+    """Bruck: at each step send the blocks held (relative order from this rank) to
+    rank - have, receive as many from rank + have."""
+    n, r = ch.size, ch.rank
+    blocks = [None] * n
+    blocks[r] = data
+    have = 1
+    while have < n:
+        count = min(have, n - have)
+        out = _concat([blocks[(r + j) % n] for j in range(count)])
+        s = ch.isend(out, (r - have) % n)
+        src = (r + have) % n
+        q = ch.irecv(src)
+        yield [s, q]
+        got = split_blocks(q.data, [sizes[(src + j) % n] for j in range(count)])
+        for j, b in enumerate(got):
+            blocks[(src + j) % n] = b
+        have += count
+    return blocks
+
+
+# -- alltoall ---------------------------------------------------------------------------
+def alltoall(ch, blocks, block_nbytes: int):
+    n = ch.size
+    if n == 1:
+        return list(blocks)
+    if n == 2 or block_nbytes >= ALLTOALL_LINEAR:
+        return (yield from _alltoall_pairwise(ch, blocks))
+    return (yield from alltoallv(ch, blocks))
+
+
+def _alltoall_pairwise(ch, blocks):
     n, r = ch.size, ch.rank
     out = [None] * n
     out[r] = blocks[r]
     for k in range(1, n):
         dst, src = (r + k) % n, (r - k) % n
         s = ch.isend(blocks[dst], dst)
-        out[src] = ch.recv(src)
-        ch.wait([s])
+        q = ch.irecv(src)
+        yield [s, q]
+        out[src] = q.data
     return out
+
+
+def alltoallv(ch, blocks):
+    """Linear: every receive and send posted at once (Open MPI's basic linear)."""
+    n, r = ch.size, ch.rank
+    recvs = {i: ch.irecv(i) for i in ((r + k) % n for k in range(1, n))}
+    sends = [ch.isend(blocks[i], i) for i in ((r - k) % n for k in range(1, n))]
+    yield list(recvs.values()) + sends
+    return [blocks[i] if i == r else recvs[i].data for i in range(n)]
+
+
+# -- reduce_scatter ---------------------------------------------------------------------
+def reduce_scatter(ch, data, combine, commute: bool, sizes):
+    """Reduce to rank 0, then scatter ``sizes[i]`` bytes to rank i."""
+    total = sum(sizes)
+    result = yield from reduce(ch, data, combine, 0, commute, total)
+    blocks = split_blocks(result, sizes) if ch.rank == 0 else None
+    return (yield from scatter(ch, blocks, 0))
+
+
+# -- scan / exscan ----------------------------------------------------------------------
+def scan(ch, data, combine):
+    """Inclusive prefix: rank r receives the prefix of 0..r-1, adds its own, passes on."""
+    n, r = ch.size, ch.rank
+    if r > 0:
+        q = ch.irecv(r - 1)
+        yield [q]
+        data = combine(q.data, data)
+    if r < n - 1:
+        yield [ch.isend(data, r + 1)]
+    return data
+
+
+def exscan(ch, data, combine):
+    """Exclusive prefix (None at rank 0, whose result MPI leaves undefined)."""
+    n, r = ch.size, ch.rank
+    prefix = None
+    if r > 0:
+        q = ch.irecv(r - 1)
+        yield [q]
+        prefix = q.data
+    if r < n - 1:
+        yield [ch.isend(data if prefix is None else combine(prefix, data), r + 1)]
+    return prefix

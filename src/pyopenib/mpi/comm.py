@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import pickle
 
-import numpy as np
-
-from . import collectives as coll
-from .buffers import IN_PLACE, message, vector_message
+from .buffers import message
+from .coll_comms import CommConstructors, CommState, IntraConstructors
+from .coll_methods import Collectives, IntraCollectives
 from .context import JobAborted, current
 from .errors import ERROR_CLASSES, Exception
-from .ops import OPS
 from .request import Prequest, Request, completed_request, finish_recv
-from .status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
+from .status import ANY_SOURCE, ANY_TAG, PROC_NULL
 
 __all__ = ["Comm", "CommState", "Intracomm", "TAG_UB"]
 
@@ -25,56 +23,22 @@ _ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
 _ERR_RANK = _ERR["ERR_RANK"]
 _ERR_TAG = _ERR["ERR_TAG"]
 _PICKLE = pickle.HIGHEST_PROTOCOL
-_SUM = OPS["SUM"]
-_MAX = OPS["MAX"]
 TAG_UB = 0
 """Attribute key of ``Get_attr`` for the largest tag (Open MPI: 2**31 - 1)."""
 
-# Collective tags (their own context id keeps them apart from user tags).
-_T_BARRIER, _T_BCAST, _T_REDUCE, _T_ALLREDUCE = 1, 2, 3, 4
-_T_GATHER, _T_SCATTER, _T_ALLGATHER, _T_ALLTOALL = 5, 6, 7, 8
-
-
-class CommState:
-    """One rank's view of a communicator: context id, members (world ranks), its rank."""
-
-    __slots__ = ("cid", "ranks", "rank", "size", "name", "ctx", "coll_ctx", "freed", "rc")
-
-    def __init__(self, cid: int, ranks: list[int], rank: int, rc, name: str = ""):
-        self.rc = rc  # the owning rank's RankContext (its PML), found without a lookup
-        self.cid = cid
-        self.ranks = ranks
-        self.rank = rank
-        self.size = len(ranks)
-        self.name = name
-        self.ctx = 2 * cid
-        self.coll_ctx = 2 * cid + 1
-        self.freed = False
-
-
-def _dumps(obj) -> np.ndarray:
-    return np.frombuffer(pickle.dumps(obj, _PICKLE), dtype=np.uint8)
-
-
-def _loads(data: np.ndarray):
-    return pickle.loads(data)
-
 
 def _recv_value(preq):
-    return _loads(preq.data)
+    return pickle.loads(preq.data)
 
 
-def _copy_into(block: np.ndarray, data: np.ndarray) -> None:
-    if len(data) > len(block):
-        raise Exception(_ERR["ERR_TRUNCATE"])
-    block[: len(data)] = data
+class Comm(CommConstructors, Collectives):
+    """``MPI.Comm``. ``Comm(comm)`` is another object for the same communicator; the
+    collectives and constructors come from ``coll_methods`` and ``coll_comms``."""
 
-
-class Comm:
     __slots__ = ("_s", "__weakref__")
 
-    def __init__(self, state: CommState | str | None = None):
-        self._s = state
+    def __init__(self, state: Comm | CommState | str | None = None):
+        self._s = state._s if isinstance(state, Comm) else state
 
     def _st(self) -> CommState:
         s = self._s
@@ -89,7 +53,7 @@ class Comm:
         return self._st().rank
 
     def Get_size(self) -> int:
-        return self._st().size
+        return len(self._st().group)
 
     @property
     def rank(self) -> int:
@@ -97,7 +61,7 @@ class Comm:
 
     @property
     def size(self) -> int:
-        return self._st().size
+        return len(self._st().group)
 
     def Get_name(self) -> str:
         return self._st().name
@@ -108,12 +72,6 @@ class Comm:
     @property
     def name(self) -> str:
         return self._st().name
-
-    def Is_inter(self) -> bool:
-        return False
-
-    def Is_intra(self) -> bool:
-        return True
 
     def Get_attr(self, keyval: int):
         if keyval == TAG_UB:
@@ -362,166 +320,22 @@ class Comm:
     def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> bool:
         return self.Iprobe(source, tag, status)
 
-    # -- management ---------------------------------------------------------------------
-    def _new_cid(self) -> int:
-        """Agree on a context id unused by every member (Open MPI's max-allreduce)."""
-        ctx = current()
-        cid = self.allreduce(ctx.next_cid, op=_MAX)
-        ctx.next_cid = cid + 1
-        return cid
-
-    def Dup(self) -> Intracomm:
-        st = self._st()
-        cid = self._new_cid()
-        return Intracomm(CommState(cid, list(st.ranks), st.rank, st.rc))
-
-    Clone = Dup
-
-    def Split(self, color: int = 0, key: int = 0) -> Intracomm:
-        st = self._st()
-        infos = self.allgather((color, key))
-        cid = self._new_cid()
-        if color == UNDEFINED:
-            return Intracomm(None)
-        members = sorted((k, r) for r, (c, k) in enumerate(infos) if c == color)
-        ranks = [st.ranks[r] for _, r in members]
-        return Intracomm(CommState(cid, ranks, [r for _, r in members].index(st.rank), st.rc))
-
-    def Free(self) -> None:
-        if not isinstance(self._s, CommState):
-            raise Exception(_ERR["ERR_COMM"])
-        self._s.freed = True
-        self._s = None
-
     def Abort(self, errorcode: int = 0):
         st = self._st()
         raise JobAborted(current().rank, errorcode, st.name or "communicator")
 
-    # -- collectives --------------------------------------------------------------------
-    def _channel(self, tag: int, call: str) -> coll.Channel:
-        st = self._st()
-        return coll.Channel(st.rc, st, tag, (_coll_label, call, st))
 
-    def Barrier(self) -> None:
-        coll.barrier(self._channel(_T_BARRIER, "MPI_Barrier"))
+class Intracomm(IntraCollectives, IntraConstructors, Comm):
+    """``MPI.Intracomm``: a communicator within one group (prefix reductions,
+    topologies and intercommunicators are built from it)."""
 
-    def barrier(self) -> None:
-        self.Barrier()
-
-    def Bcast(self, buf, root: int = 0) -> None:
-        ch = self._channel(_T_BCAST, "MPI_Bcast")
-        is_root = ch.rank == root
-        msg = message(buf, writable=not is_root)
-        data = coll.bcast(ch, msg.data if is_root else None, root)
-        if not is_root:
-            _copy_into(msg.data, data)
-
-    def bcast(self, obj, root: int = 0):
-        ch = self._channel(_T_BCAST, "bcast")
-        data = coll.bcast(ch, _dumps(obj) if ch.rank == root else None, root)
-        return obj if ch.rank == root else _loads(data)
-
-    @staticmethod
-    def _combiner(op, dtype):
-        def combine(a, b):
-            return np.ascontiguousarray(op.apply(a.view(dtype), b.view(dtype))).view(np.uint8)
-
-        return combine
-
-    def Reduce(self, sendbuf, recvbuf, op=_SUM, root: int = 0) -> None:
-        ch = self._channel(_T_REDUCE, "MPI_Reduce")
-        smsg = message(recvbuf if sendbuf is IN_PLACE else sendbuf)
-        result = coll.reduce(ch, smsg.data, self._combiner(op, smsg.datatype.dtype), root)
-        if ch.rank == root:
-            _copy_into(message(recvbuf, writable=True).data, result)
-
-    def reduce(self, sendobj, op=_SUM, root: int = 0):
-        ch = self._channel(_T_REDUCE, "reduce")
-        result = coll.reduce(ch, _dumps(sendobj), _object_combiner(op), root)
-        return _loads(result) if ch.rank == root else None
-
-    def Allreduce(self, sendbuf, recvbuf, op=_SUM) -> None:
-        ch = self._channel(_T_ALLREDUCE, "MPI_Allreduce")
-        smsg = message(recvbuf if sendbuf is IN_PLACE else sendbuf)
-        result = coll.allreduce(ch, smsg.data, self._combiner(op, smsg.datatype.dtype))
-        _copy_into(message(recvbuf, writable=True).data, result)
-
-    def allreduce(self, sendobj, op=_SUM):
-        ch = self._channel(_T_ALLREDUCE, "allreduce")
-        return _loads(coll.allreduce(ch, _dumps(sendobj), _object_combiner(op)))
-
-    def Gather(self, sendbuf, recvbuf, root: int = 0) -> None:
-        ch = self._channel(_T_GATHER, "MPI_Gather")
-        rv = vector_message(recvbuf, ch.size, writable=True) if ch.rank == root else None
-        mine = rv.block(root).copy() if sendbuf is IN_PLACE else message(sendbuf).data
-        blocks = coll.gather(ch, mine, root)
-        if rv is not None:
-            for i, b in enumerate(blocks):
-                _copy_into(rv.block(i), b)
-
-    Gatherv = Gather
-
-    def gather(self, sendobj, root: int = 0):
-        ch = self._channel(_T_GATHER, "gather")
-        blocks = coll.gather(ch, _dumps(sendobj), root)
-        return None if blocks is None else [_loads(b) for b in blocks]
-
-    def Scatter(self, sendbuf, recvbuf, root: int = 0) -> None:
-        ch = self._channel(_T_SCATTER, "MPI_Scatter")
-        blocks = None
-        if ch.rank == root:
-            sv = vector_message(sendbuf, ch.size)
-            blocks = [sv.block(i) for i in range(ch.size)]
-        mine = coll.scatter(ch, blocks, root)
-        if recvbuf is not IN_PLACE:
-            _copy_into(message(recvbuf, writable=True).data, mine)
-
-    Scatterv = Scatter
-
-    def scatter(self, sendobj, root: int = 0):
-        ch = self._channel(_T_SCATTER, "scatter")
-        blocks = None
-        if ch.rank == root:
-            if sendobj is None or len(sendobj) != ch.size:
-                raise ValueError(f"scatter needs a sequence of {ch.size} objects at the root")
-            blocks = [_dumps(o) for o in sendobj]
-        return _loads(coll.scatter(ch, blocks, root))
-
-    def Allgather(self, sendbuf, recvbuf) -> None:
-        ch = self._channel(_T_ALLGATHER, "MPI_Allgather")
-        rv = vector_message(recvbuf, ch.size, writable=True)
-        mine = rv.block(ch.rank).copy() if sendbuf is IN_PLACE else message(sendbuf).data
-        for i, b in enumerate(coll.allgather(ch, mine)):
-            _copy_into(rv.block(i), b)
-
-    Allgatherv = Allgather
-
-    def allgather(self, sendobj) -> list:
-        ch = self._channel(_T_ALLGATHER, "allgather")
-        return [_loads(b) for b in coll.allgather(ch, _dumps(sendobj))]
-
-    def Alltoall(self, sendbuf, recvbuf) -> None:
-        ch = self._channel(_T_ALLTOALL, "MPI_Alltoall")
-        rv = vector_message(recvbuf, ch.size, writable=True)
-        if sendbuf is IN_PLACE:
-            blocks = [rv.block(i).copy() for i in range(ch.size)]
-        else:
-            sv = vector_message(sendbuf, ch.size)
-            blocks = [sv.block(i) for i in range(ch.size)]
-        for i, b in enumerate(coll.alltoall(ch, blocks)):
-            _copy_into(rv.block(i), b)
-
-    Alltoallv = Alltoall
-
-    def alltoall(self, sendobj) -> list:
-        ch = self._channel(_T_ALLTOALL, "alltoall")
-        if len(sendobj) != ch.size:
-            raise ValueError(f"alltoall needs a sequence of {ch.size} objects")
-        return [_loads(b) for b in coll.alltoall(ch, [_dumps(o) for o in sendobj])]
-
-
-class Intracomm(Comm):
     __slots__ = ()
+
+    def __init__(self, comm=None):
+        super().__init__(comm)
+        s = self._s
+        if isinstance(s, CommState) and s.inter:
+            raise TypeError("expecting an intracommunicator")
 
 
 # Deadlock-report labels, rendered only when a report is printed (see pml.describe).
@@ -535,17 +349,6 @@ def _p2p_label(call, msg, peer_kw, peer, tag, st) -> str:
 def _obj_label(call, peer_kw, peer, tag, nbytes) -> str:
     pickled = "" if nbytes is None else f", {nbytes} pickled bytes"
     return f"{call}({peer_kw}={peer}, tag={tag}{pickled})"
-
-
-def _coll_label(call, st) -> str:
-    return f"{call}(comm={st.name or 'comm'})"
-
-
-def _object_combiner(op):
-    def combine(a, b):
-        return _dumps(op.apply_obj(_loads(a), _loads(b)))
-
-    return combine
 
 
 class _NotInSubset(NotImplementedError, AttributeError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 
-from . import context, win
+from . import context, group, intercomm, topology, win
 from .buffers import IN_PLACE
 from .comm import TAG_UB, Comm, Intracomm, _not_implemented
 from .datatypes import DATATYPES, Datatype
@@ -108,6 +108,9 @@ def build_modules() -> tuple[types.ModuleType, types.ModuleType]:
         ns[name] = globals()[name]
     ns.update(DATATYPES)
     ns.update(win.NAMES)
+    ns.update(group.NAMES)
+    ns.update(topology.NAMES)
+    ns.update(intercomm.NAMES)
     ns.update(OPS)
     ns.update({name: code for name, (code, _) in ERROR_CLASSES.items()})
     ns.update(

@@ -1,0 +1,275 @@
+"""``MPI.Group``: ordered sets of processes, named by their ``COMM_WORLD`` ranks.
+
+A ``Group`` object refers to a ``GroupHandle`` (what an ``MPI_Group`` handle points to):
+the members' world ranks in group order. As in Open MPI, every constructor that yields no
+member returns the ``GROUP_EMPTY`` handle itself, and ``Comm.Get_group`` returns the
+communicator's own group handle each time, so handle equality (``==``) behaves as it does
+over real Open MPI + mpi4py. Groups are local objects: no call here communicates.
+"""
+
+from __future__ import annotations
+
+from . import context
+from .errors import ERROR_CLASSES, Exception
+from .status import PROC_NULL, UNDEFINED
+
+__all__ = [
+    "CONGRUENT",
+    "GROUP_EMPTY",
+    "GROUP_NULL",
+    "Group",
+    "GroupHandle",
+    "IDENT",
+    "SIMILAR",
+    "UNEQUAL",
+    "compare_members",
+]
+
+IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+"""Results of ``Group.Compare`` / ``Comm.Compare`` (Open MPI's values)."""
+
+_ERR_GROUP = ERROR_CLASSES["ERR_GROUP"][0]
+_ERR_RANK = ERROR_CLASSES["ERR_RANK"][0]
+_ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
+
+
+class GroupHandle:
+    """The members of a group (world ranks, in group order)."""
+
+    __slots__ = ("members", "_index")
+
+    def __init__(self, members):
+        self.members = tuple(members)
+        self._index = {w: i for i, w in enumerate(self.members)}
+
+    def rank_of(self, world_rank: int) -> int:
+        return self._index.get(world_rank, UNDEFINED)
+
+    def __contains__(self, world_rank: int) -> bool:
+        return world_rank in self._index
+
+
+_EMPTY = GroupHandle(())
+
+
+def _handle(members) -> GroupHandle:
+    members = tuple(members)
+    return GroupHandle(members) if members else _EMPTY
+
+
+def compare_members(a, b) -> int:
+    """IDENT for the same members in the same order, SIMILAR in another order."""
+    a, b = tuple(a), tuple(b)
+    if a == b:
+        return IDENT
+    if len(a) == len(b) and set(a) == set(b):
+        return SIMILAR
+    return UNEQUAL
+
+
+class Group:
+    """``MPI.Group``. ``Group()`` is a null group; ``Group(g)`` another object for g's handle."""
+
+    __slots__ = ("_h", "__weakref__")
+    __module__ = "mpi4py.MPI"  # pickle finds GROUP_EMPTY/GROUP_NULL as ``mpi4py.MPI.<NAME>``
+
+    def __init__(self, group: Group | None = None):
+        if group is None:
+            self._h = None
+        elif isinstance(group, Group):
+            self._h = group._h
+        else:
+            raise TypeError(f"Group() argument must be Group, not {type(group).__name__}")
+
+    @classmethod
+    def _of(cls, handle: GroupHandle | None) -> Group:
+        g = cls.__new__(cls)
+        g._h = handle
+        return g
+
+    def _members(self) -> tuple:
+        if self._h is None:
+            raise Exception(_ERR_GROUP)
+        return self._h.members
+
+    # -- identity -----------------------------------------------------------------------
+    def __eq__(self, other):
+        if not isinstance(other, Group):
+            return NotImplemented
+        return self._h is other._h
+
+    def __ne__(self, other):
+        if not isinstance(other, Group):
+            return NotImplemented
+        return self._h is not other._h
+
+    def __hash__(self) -> int:
+        return id(self._h)
+
+    def __bool__(self) -> bool:
+        return self._h is not None
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.Group {list(self._h.members) if self._h else 'NULL'}>"
+
+    def __reduce__(self):
+        if self is GROUP_EMPTY:
+            return "GROUP_EMPTY"
+        if self is GROUP_NULL:
+            return "GROUP_NULL"
+        if self._h is _EMPTY:
+            return (Group, (GROUP_EMPTY,))
+        if self._h is None:
+            return (Group, (GROUP_NULL,))
+        raise ValueError("cannot serialize 'mpi4py.MPI.Group' instance")
+
+    # -- accessors ----------------------------------------------------------------------
+    def Get_size(self) -> int:
+        return len(self._members())
+
+    @property
+    def size(self) -> int:
+        return self.Get_size()
+
+    def Get_rank(self) -> int:
+        members = self._members()
+        if not members:
+            return UNDEFINED
+        return self._h.rank_of(context.current().rank)
+
+    @property
+    def rank(self) -> int:
+        return self.Get_rank()
+
+    def Translate_ranks(self, ranks=None, group: Group | None = None) -> list[int]:
+        """Ranks of this group as ranks of ``group`` (default: ``COMM_WORLD``'s group);
+        UNDEFINED for a process not in it, PROC_NULL stays PROC_NULL."""
+        members = self._members()
+        if ranks is None:
+            ranks = range(len(members))
+        other = group._h if group is not None else None
+        if group is not None and other is None:
+            raise Exception(_ERR_GROUP)
+        out = []
+        for r in ranks:
+            r = int(r)
+            if r == PROC_NULL:
+                out.append(PROC_NULL)
+                continue
+            if not 0 <= r < len(members):
+                raise Exception(_ERR_RANK)
+            w = members[r]
+            out.append(w if other is None else other.rank_of(w))
+        return out
+
+    def Compare(self, group: Group) -> int:
+        return compare_members(self._members(), group._members())
+
+    # -- constructors -------------------------------------------------------------------
+    def Dup(self) -> Group:
+        return type(self)._of(_handle(self._members()))
+
+    @classmethod
+    def Union(cls, group1: Group, group2: Group) -> Group:
+        a, b = group1._members(), group2._members()
+        seen = set(a)
+        return cls._of(_handle(a + tuple(w for w in b if w not in seen)))
+
+    @classmethod
+    def Intersection(cls, group1: Group, group2: Group) -> Group:
+        b = set(group2._members())
+        return cls._of(_handle(w for w in group1._members() if w in b))
+
+    Intersect = Intersection
+
+    @classmethod
+    def Difference(cls, group1: Group, group2: Group) -> Group:
+        b = set(group2._members())
+        return cls._of(_handle(w for w in group1._members() if w not in b))
+
+    def _check_ranks(self, ranks) -> list[int]:
+        n = len(self._members())
+        ranks = [int(r) for r in ranks]
+        if len(set(ranks)) != len(ranks) or any(not 0 <= r < n for r in ranks):
+            raise Exception(_ERR_RANK)
+        return ranks
+
+    def Incl(self, ranks) -> Group:
+        members = self._members()
+        return type(self)._of(_handle(members[r] for r in self._check_ranks(ranks)))
+
+    def Excl(self, ranks) -> Group:
+        drop = set(self._check_ranks(ranks))
+        return type(self)._of(_handle(w for i, w in enumerate(self._members()) if i not in drop))
+
+    def _expand(self, ranges) -> list[int]:
+        n = len(self._members())
+        out: list[int] = []
+        for first, last, stride in ranges:
+            first, last, stride = int(first), int(last), int(stride)
+            if stride == 0:
+                raise Exception(_ERR_ARG)
+            if not (0 <= first < n and 0 <= last < n):
+                raise Exception(_ERR_RANK)
+            if (last - first) * stride < 0:
+                raise Exception(_ERR_RANK)
+            out.extend(range(first, last + (1 if stride > 0 else -1), stride))
+        return self._check_ranks(out)
+
+    def Range_incl(self, ranks) -> Group:
+        return self.Incl(self._expand(ranks))
+
+    def Range_excl(self, ranks) -> Group:
+        return self.Excl(self._expand(ranks))
+
+    @classmethod
+    def Create_from_session_pset(cls, session, pset_name: str) -> Group:
+        """The two process sets every MPI-4 session has: ``mpi://WORLD`` and ``mpi://SELF``."""
+        ctx = context.current()
+        if pset_name == "mpi://WORLD":
+            return cls._of(_handle(range(ctx.size)))
+        if pset_name == "mpi://SELF":
+            return cls._of(_handle((ctx.rank,)))
+        raise Exception(_ERR_ARG)
+
+    # -- destructor and handles ---------------------------------------------------------
+    def Free(self) -> None:
+        if self._h is None or self is GROUP_EMPTY:
+            raise Exception(_ERR_GROUP)
+        self._h = None
+
+    def free(self) -> None:
+        """``Free`` unless null or predefined."""
+        if self._h is not None and self is not GROUP_EMPTY:
+            self._h = None
+
+    def toint(self) -> int:
+        h = self._h
+        return 0 if h is None else 1 if h is _EMPTY else id(h)
+
+    py2f = toint
+
+    @property
+    def handle(self) -> int:
+        return self.toint()
+
+
+GROUP_NULL = Group._of(None)
+GROUP_EMPTY = Group._of(_EMPTY)
+
+
+def group_of(members) -> Group:
+    """A group of these world ranks (GROUP_EMPTY's handle when there are none)."""
+    return Group._of(_handle(members))
+
+
+NAMES = {
+    "Group": Group,
+    "GROUP_NULL": GROUP_NULL,
+    "GROUP_EMPTY": GROUP_EMPTY,
+    "IDENT": IDENT,
+    "CONGRUENT": CONGRUENT,
+    "SIMILAR": SIMILAR,
+    "UNEQUAL": UNEQUAL,
+}
+"""What ``mpi4py.MPI`` exports from here."""
