@@ -1,0 +1,264 @@
+"""``MPI.Errhandler``: what happens when an MPI call on a communicator, window, file or
+session fails — and the methods those classes share to get, set and call it.
+
+Open MPI's default handler is ``MPI_ERRORS_ARE_FATAL``, but mpi4py (``rc.errors =
+'exception'``) sets ``MPI_ERRORS_RETURN`` on ``COMM_SELF``/``COMM_WORLD`` at initialisation
+and on every window and file it creates, and turns each returned code into
+``MPI.Exception``; a new communicator inherits its parent's handler. So here every object
+starts with ``ERRORS_RETURN`` unless its constructor passes the parent's on
+(``inherit``). ``ERRORS_ARE_FATAL`` and ``ERRORS_ABORT`` end the job as Open MPI does,
+after printing its ``*** An error occurred`` block; a user handler is called with the
+object and the code, then the call raises ``MPI.Exception`` (the code MPI returns).
+
+Handlers are per rank and per object: one ``Handlers`` table per kind of object, keyed by
+the object's state (weakly, so a freed communicator takes its entry with it). mpi4py keeps
+32 slots for the functions of user handlers of each kind and never frees one (a process
+creates at most 32); the 33rd raises ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+
+from ..errors import TOPICS, register_topics
+from . import context
+from .errors import ERROR_CLASSES, Exception, error_string
+from .handles import HandleObject, MpiObject
+
+__all__ = [
+    "CommErrhandlers",
+    "ERRORS_ABORT",
+    "ERRORS_ARE_FATAL",
+    "ERRORS_RETURN",
+    "ERRHANDLER_NULL",
+    "Errhandler",
+    "ErrhandlerMethods",
+    "WinErrhandlers",
+    "NAMES",
+    "inherit",
+    "raise_error",
+]
+
+_ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
+_SUCCESS = 0
+MAX_USER_ERRHANDLERS = 32
+"""mpi4py's table of user handlers holds 32 per kind of object."""
+
+register_topics(
+    {
+        "mpi-errors-are-fatal": (
+            "[{host}:{rank}] *** An error occurred in {call}\n"
+            "[{host}:{rank}] *** reported by process [{rank}]\n"
+            "[{host}:{rank}] *** on {kind} {name}\n"
+            "[{host}:{rank}] *** {text}\n"
+            "[{host}:{rank}] *** {handler} ({kind_plural} in this {kind} will now abort,\n"
+            "[{host}:{rank}] ***    and potentially your MPI job)"
+        ),
+    }
+)
+
+
+class ErrhandlerObject(MpiObject):
+    """An MPI error handler: ``action`` is ``return``, ``fatal``, ``abort`` or ``user``;
+    ``kind`` the class a user handler was created for; ``fn(obj, code)`` its function."""
+
+    __slots__ = ("action", "kind", "fn")
+
+    def __init__(self, action: str, kind: str | None = None, fn=None):
+        super().__init__()
+        self.action = action
+        self.kind = kind
+        self.fn = fn
+
+
+class Errhandler(HandleObject):
+    """Error handler."""
+
+    __slots__ = ()
+    _constants: dict = {}
+    _null_name = "ERRHANDLER_NULL"
+
+    def Free(self) -> None:
+        """Free the handler; this object becomes ``ERRHANDLER_NULL`` (a module constant
+        stays as it is, as mpi4py never frees those)."""
+        obj = self._obj
+        if obj is None:
+            raise Exception(_ERR_ARG)
+        if self._constants.get(obj.predefined) is self:
+            return
+        self._obj = None
+
+    def free(self) -> None:
+        """``Free`` unless null or a module constant."""
+        obj = self._obj
+        if obj is not None and obj.predefined is None:
+            self.Free()
+
+    def __repr__(self) -> str:
+        obj = self._obj
+        name = "ERRHANDLER_NULL" if obj is None else obj.predefined
+        return f"<mpi4py.MPI.Errhandler {name or f'object {obj.hid}'}>"
+
+
+Errhandler.__module__ = "mpi4py.MPI"
+
+ERRHANDLER_NULL = Errhandler._predefine("ERRHANDLER_NULL", None)
+ERRORS_RETURN = Errhandler._predefine("ERRORS_RETURN", ErrhandlerObject("return"))
+ERRORS_ARE_FATAL = Errhandler._predefine("ERRORS_ARE_FATAL", ErrhandlerObject("fatal"))
+ERRORS_ABORT = Errhandler._predefine("ERRORS_ABORT", ErrhandlerObject("abort"))
+_RETURN = ERRORS_RETURN._obj
+_HANDLER_NAMES = {"fatal": "MPI_ERRORS_ARE_FATAL", "abort": "MPI_ERRORS_ABORT"}
+
+
+class _RankHandlers:
+    """One rank's handler table: which handler each object has, and how many user
+    handler slots of each kind are taken."""
+
+    __slots__ = ("of", "slots")
+
+    def __init__(self):
+        self.of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.slots: dict[str, int] = {}
+
+
+_RANKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NO_RANK = _RankHandlers()  # objects used outside a running job (tests, tools)
+
+
+def _handlers() -> _RankHandlers:
+    rc = context.lookup()
+    if rc is None:
+        return _NO_RANK
+    table = _RANKS.get(rc)
+    if table is None:
+        table = _RANKS[rc] = _RankHandlers()
+    return table
+
+
+def _create(kind: str, fn) -> Errhandler:
+    if not callable(fn):
+        raise TypeError(f"error handler function must be callable, got {fn!r}")
+    table = _handlers()
+    taken = table.slots.get(kind, 0)
+    if taken >= MAX_USER_ERRHANDLERS:
+        raise RuntimeError(f"cannot create more than {MAX_USER_ERRHANDLERS} {kind} error handlers")
+    table.slots[kind] = taken + 1
+    return Errhandler._wrap(ErrhandlerObject("user", kind, fn))
+
+
+def handler_of(state) -> ErrhandlerObject:
+    """The handler of the object whose state is ``state`` (``ERRORS_RETURN`` if unset)."""
+    return _handlers().of.get(state, _RETURN)
+
+
+def inherit(parent_state, child_state) -> None:
+    """A new communicator (window, file) takes its parent's handler, as MPI says."""
+    table = _handlers()
+    obj = table.of.get(parent_state)
+    if obj is not None:
+        table.of[child_state] = obj
+
+
+def raise_error(wrapper, state, code: int, call: str, kind: str = "communicator"):
+    """Apply the handler of ``state`` (whose Python object is ``wrapper``) to ``code``:
+    returns the ``MPI.Exception`` to raise, after a user handler ran; a fatal or abort
+    handler ends the job. Call sites: ``raise raise_error(self, st, code, "MPI_Send")``."""
+    obj = handler_of(state)
+    if obj.action == "user":
+        obj.fn(wrapper, code)
+    elif obj.action in _HANDLER_NAMES:
+        _fatal(obj, state, code, call, kind)
+    return Exception(code)
+
+
+def _fatal(obj: ErrhandlerObject, state, code: int, call: str, kind: str):
+    rc = context.current()
+    name = getattr(state, "name", "") or f"{kind} {getattr(state, 'cid', '')}".strip()
+    try:
+        text = error_string(code)
+    except Exception:
+        text = f"error code {code}"
+    sys.stderr.write(
+        TOPICS["mpi-errors-are-fatal"].format(
+            host=rc.hostname,
+            rank=rc.rank,
+            call=call,
+            kind=kind,
+            kind_plural="processes",
+            name=name,
+            text=text,
+            handler=_HANDLER_NAMES[obj.action],
+        )
+        + "\n"
+    )
+    raise context.JobAborted(rc.rank, code, name)
+
+
+class ErrhandlerMethods:
+    """``Get/Set/Call_errhandler`` and ``Create_errhandler`` for a class whose objects
+    name their state with ``_errh_state()``; ``_errh_kind`` is mpi4py's class name."""
+
+    __slots__ = ()
+    _errh_kind = "Comm"
+    _errh_noun = "communicator"
+
+    def _errh_state(self):
+        raise NotImplementedError
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn) -> Errhandler:
+        """A user error handler: ``errhandler_fn(obj, errorcode)``."""
+        return _create(cls._errh_kind, errhandler_fn)
+
+    def Get_errhandler(self) -> Errhandler:
+        """A new reference to the object's error handler."""
+        return Errhandler._wrap(handler_of(self._errh_state()))
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        if not isinstance(errhandler, Errhandler):
+            raise TypeError(f"expected Errhandler, got {type(errhandler).__name__}")
+        obj = errhandler._obj
+        if obj is None or (obj.action == "user" and obj.kind != self._errh_kind):
+            raise Exception(_ERR_ARG)
+        _handlers().of[self._errh_state()] = obj
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        """Invoke the object's handler on ``errorcode`` (``ERRORS_RETURN``: nothing)."""
+        state = self._errh_state()
+        obj = handler_of(state)
+        if obj.action == "user":
+            obj.fn(self, errorcode)
+        elif obj.action in _HANDLER_NAMES and errorcode != _SUCCESS:
+            call = f"MPI_{self._errh_kind}_call_errhandler"
+            _fatal(obj, state, errorcode, call, self._errh_noun)
+
+
+class CommErrhandlers(ErrhandlerMethods):
+    """The error-handler methods of ``MPI.Comm`` (its state is the rank's ``CommState``)."""
+
+    __slots__ = ()
+
+    def _errh_state(self):
+        return self._st()
+
+
+class WinErrhandlers(ErrhandlerMethods):
+    """The error-handler methods of ``MPI.Win`` (its state is the rank's window state)."""
+
+    __slots__ = ()
+    _errh_kind = "Win"
+    _errh_noun = "window"
+
+    def _errh_state(self):
+        return self._s()
+
+
+NAMES = {
+    "Errhandler": Errhandler,
+    "ERRHANDLER_NULL": ERRHANDLER_NULL,
+    "ERRORS_RETURN": ERRORS_RETURN,
+    "ERRORS_ARE_FATAL": ERRORS_ARE_FATAL,
+    "ERRORS_ABORT": ERRORS_ABORT,
+}
+"""The names ``mpi4py.MPI`` exports from this module."""
