@@ -9,9 +9,12 @@ simulated time until its BTL has a completion.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from greenlet import getcurrent
+
+from . import threads
 
 __all__ = ["JobAborted", "RankContext", "bind", "current", "lookup", "unbind"]
 
@@ -32,15 +35,24 @@ class JobAborted(BaseException):  # noqa: N818 - it ends the job, it is not an e
         self.comm_name = comm_name
 
 
-class RankContext:
-    """One rank's MPI state: its PML/BTL, predefined communicators, what it is blocked in."""
+_get_ident = threading.get_ident
 
-    def __init__(self, job, rank: int, pml, hostname: str):
+
+class RankContext:
+    """One rank's MPI state: its PML/BTL, predefined communicators, what it is blocked in.
+
+    Every MPI call that sends, receives or progresses reaches the rank's PML through
+    ``pml``, which is where a call from a thread other than the simulator's is refused
+    (``threads``): before it changes any state, and for every communicator alike."""
+
+    def __init__(self, job, rank: int, pml, hostname: str, thread_support):
         self.job = job
         self.sim = job.sim
         self.rank = rank
         self.size = job.nprocs
-        self.pml = pml
+        self._pml = pml
+        self.thread_support = thread_support
+        self._main_ident = thread_support.main_ident
         self.btl = pml.btl
         self.hostname = hostname
         self.next_cid = 2
@@ -49,8 +61,15 @@ class RankContext:
         self.world = None
         self.self_comm = None
         self.streams: dict = {}
+        self.modules = None  # the rank's RankModules (isolation): its __main__ and copies
         self.cpu_scale = 0.0
         self._cpu_mark = 0.0
+
+    @property
+    def pml(self):
+        if _get_ident() != self._main_ident:
+            raise self.thread_support.forbidden()
+        return self._pml
 
     def charge_cpu(self) -> None:
         """With ``--cpu-scale F``: spend F x the CPU time the rank used since it last
@@ -125,6 +144,9 @@ def current() -> RankContext:
     try:
         return _CONTEXTS[getcurrent()]
     except KeyError:
+        support = threads.active_or_none()
+        if support is not None and _get_ident() != support.main_ident:
+            raise support.forbidden() from None
         raise RuntimeError(
             "pyopenib's MPI was called outside a rank of a running job "
             "(run the program with `pyopenib run`)"

@@ -17,13 +17,20 @@ from .errors import ERR_LASTCODE, ERROR_CLASSES, Exception, error_string
 from .ops import OPS, Op
 from .request import Prequest, Request
 from .status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, Status
+from .threads import (
+    THREAD_FUNNELED,
+    THREAD_MULTIPLE,
+    THREAD_SERIALIZED,
+    THREAD_SINGLE,
+    Init_thread,
+    Is_thread_main,
+    Query_thread,
+)
 
-__all__ = ["MPI4PY_VERSION", "build_modules"]
+__all__ = ["MPI4PY_VERSION", "build_mpi_module"]
 
 MPI4PY_VERSION = "4.1.2"
 """The mpi4py release whose API the namespace follows."""
-
-THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = range(4)
 
 
 def Wtime() -> float:
@@ -52,14 +59,6 @@ def Init() -> None:
     """MPI is initialised when the rank starts (as ``mpi4py.rc.initialize`` does)."""
 
 
-def Init_thread(required: int = THREAD_MULTIPLE) -> int:
-    return THREAD_MULTIPLE
-
-
-def Query_thread() -> int:
-    return THREAD_MULTIPLE
-
-
 def Finalize() -> None:
     context.current().finalized = True
 
@@ -86,8 +85,8 @@ def _module_getattr(name: str):
     raise _not_implemented(name)
 
 
-def build_modules() -> tuple[types.ModuleType, types.ModuleType]:
-    """Fresh ``mpi4py`` and ``mpi4py.MPI`` module objects for one job."""
+def build_mpi_module() -> types.ModuleType:
+    """A fresh ``mpi4py.MPI`` module object for one job (``package`` builds the rest)."""
     mpi = types.ModuleType("mpi4py.MPI", "pyopenib's mpi4py-compatible MPI namespace.")
     ns = mpi.__dict__
     for name in (
@@ -97,8 +96,6 @@ def build_modules() -> tuple[types.ModuleType, types.ModuleType]:
         "Is_initialized",
         "Is_finalized",
         "Init",
-        "Init_thread",
-        "Query_thread",
         "Finalize",
         "Get_version",
         "Get_library_version",
@@ -139,14 +136,9 @@ def build_modules() -> tuple[types.ModuleType, types.ModuleType]:
         THREAD_FUNNELED=THREAD_FUNNELED,
         THREAD_SERIALIZED=THREAD_SERIALIZED,
         THREAD_MULTIPLE=THREAD_MULTIPLE,
+        Init_thread=Init_thread,
+        Query_thread=Query_thread,
+        Is_thread_main=Is_thread_main,
         __getattr__=_module_getattr,
     )
-    pkg = types.ModuleType("mpi4py", "pyopenib's stand-in for the mpi4py package.")
-    pkg.__path__ = []
-    pkg.__version__ = MPI4PY_VERSION
-    pkg.rc = types.SimpleNamespace(
-        initialize=True, threads=True, thread_level="multiple", finalize=None, errors="exception"
-    )
-    pkg.MPI = mpi
-    mpi.__package__ = "mpi4py"
-    return pkg, mpi
+    return mpi

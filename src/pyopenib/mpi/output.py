@@ -20,8 +20,11 @@ class RankStream:
         self.sink = sink
         self.prefix = f"[1,{rank}]<{kind}>:" if tag_output else ""
         self._partial = ""
+        self.closed = False
 
     def write(self, text: str) -> int:
+        if self.closed:  # the rank ended, or the job did: mpirun forwards nothing more
+            return len(text)
         data = self._partial + text
         lines = data.split("\n")
         self._partial = lines.pop()
@@ -35,6 +38,7 @@ class RankStream:
         if self._partial:
             self.sink.write(f"{self.prefix}{self._partial}\n")
             self._partial = ""
+        self.closed = True
         self.sink.flush()
 
 

@@ -1,9 +1,11 @@
 """The job runner: N ranks of an unmodified mpi4py program as greenlets on one simulator.
 
-Each rank executes the program's code as ``__main__`` with its own globals. For the job's
-duration ``sys.modules['mpi4py']``/``['mpi4py.MPI']`` are pyopenib's, ``sys.stdout`` and
-``sys.stderr`` forward per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the
-program's directory leads ``sys.path``; all are restored afterwards.
+Each rank runs the program as a process would: in a ``__main__`` module of its own, with its
+own copies of the program's modules (``isolation``). For the job's duration ``mpi4py`` and
+its submodules are pyopenib's (``package``), ``sys.stdout`` and ``sys.stderr`` forward
+per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the program's directory leads
+``sys.path``; all are restored afterwards. Only the simulator's thread may call MPI
+(``threads``: the job provides ``MPI_THREAD_FUNNELED``).
 
 A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
 * every rank returned: exit 0 (a rank that finished keeps serving its peers' protocol
@@ -19,7 +21,6 @@ A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
 
 from __future__ import annotations
 
-import builtins
 import gc
 import os
 import sys
@@ -32,10 +33,10 @@ from ..btl.interface import TransportError
 from ..errors import TOPICS, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context
+from . import context, package, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
-from .namespace import build_modules
+from .isolation import ModuleSpace, RankModules
 from .output import Demux, RankStream
 
 __all__ = [
@@ -109,13 +110,23 @@ class _JobOver(BaseException):  # noqa: N818 - control flow out of Simulator.run
     pass
 
 
+KILL_ATTEMPTS = 1000
+"""How many times the runner throws ``GreenletExit`` into a rank still alive when the job
+is over. mpirun kills such a process outright; a greenlet can only be unwound, and code
+that catches everything (``unittest`` records any exception as a test error and goes on to
+the next test) survives a throw until it blocks again, where the next one reaches it."""
+
+
 def _format_time(ps: int) -> str:
     return f"{ps / 1e6:.3f} us"
 
 
 class _Job:
-    def __init__(self, sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale):
+    def __init__(
+        self, sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale, space, support
+    ):
         self.sim = sim
+        self.space = space
         self.code = code
         self.path = path
         self.nprocs = len(btls)
@@ -125,7 +136,8 @@ class _Job:
         self.result: JobResult | None = None
         self.contexts = []
         for rank, btl in enumerate(btls):
-            ctx = RankContext(self, rank, Pml(btl), hostnames[rank])
+            ctx = RankContext(self, rank, Pml(btl), hostnames[rank], support)
+            ctx.modules = RankModules(rank, path)
             ctx.world = CommState(0, list(range(self.nprocs)), rank, ctx, "MPI_COMM_WORLD")
             ctx.self_comm = CommState(1, [rank], 0, ctx, "MPI_COMM_SELF")
             ctx.streams = {
@@ -141,20 +153,13 @@ class _Job:
     # -- one rank -----------------------------------------------------------------------
     def _rank_main(self, rank: int) -> None:
         ctx = self.contexts[rank]
-        context.bind(getcurrent(), ctx)
+        glet = getcurrent()
+        context.bind(glet, ctx)
+        self.space.enter(glet, ctx.modules)
         ctx.resumed()
-        env = {
-            "__name__": "__main__",
-            "__file__": self.path,
-            "__builtins__": builtins,
-            "__spec__": None,
-            "__package__": None,
-            "__loader__": None,
-            "__doc__": None,
-        }
         try:
             try:
-                exec(self.code, env)
+                exec(self.code, ctx.modules.main.__dict__)
             except SystemExit as exc:
                 code = _exit_code(exc.code, ctx)
                 if code:
@@ -172,6 +177,7 @@ class _Job:
         except (_JobOver, GreenletExit):
             raise
         except JobAborted as exc:
+            self._unless_over()
             result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
             self.result = result
             self.err.write(
@@ -180,16 +186,25 @@ class _Job:
             )
             raise _JobOver from None
         except TransportError as exc:
+            self._unless_over()
             self.result = JobResult(EXIT_TRANSPORT, "transport", self.sim.now, rank)
             self.err.write(
                 TOPICS["mpi-transport-failed"].format(report=exc.report, rank=rank) + "\n"
             )
             raise _JobOver from None
         except BaseException as exc:  # the program's own failure, reported like Python does
+            self._unless_over()
             ctx.streams["stderr"].write("".join(_program_traceback(exc, self.path)))
             self._end(JobResult(1, "failed", self.sim.now, rank), "mpi-rank-failed", ctx)
 
+    def _unless_over(self) -> None:
+        """A rank that ends after the job is over is being killed (``KILL_ATTEMPTS``): like
+        a killed process it reports nothing, and its greenlet just ends."""
+        if self.result is not None:
+            raise GreenletExit
+
     def _end(self, result: JobResult, topic: str | None = None, ctx=None):
+        self._unless_over()
         self.result = result
         if ctx is not None:
             for stream in ctx.streams.values():
@@ -221,7 +236,7 @@ def _exit_code(code, ctx) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
-        return code
+        return int(code)  # unittest.main exits with a bool: True is status 1
     ctx.streams["stderr"].write(f"{code}\n")
     return 1
 
@@ -249,7 +264,7 @@ class _gc_thresholds:  # noqa: N801 - used as a context manager, like contextlib
 
 
 class _Installed:
-    """Swap the interpreter-wide state a job needs, and put it back afterwards."""
+    """Swap the interpreter-wide streams, argv and path a job needs, and put them back."""
 
     def __init__(self, path: str, argv, out, err):
         self.path = path
@@ -258,14 +273,6 @@ class _Installed:
         self.err = err
 
     def __enter__(self):
-        pkg, mpi = build_modules()
-        self.saved_modules = {
-            k: v for k, v in sys.modules.items() if k == "mpi4py" or k.startswith("mpi4py.")
-        }
-        for k in self.saved_modules:
-            del sys.modules[k]
-        sys.modules["mpi4py"] = pkg
-        sys.modules["mpi4py.MPI"] = mpi
         self.saved = (sys.stdout, sys.stderr, sys.argv, list(sys.path))
         sys.stdout = Demux("stdout", self.out)
         sys.stderr = Demux("stderr", self.err)
@@ -275,9 +282,6 @@ class _Installed:
 
     def __exit__(self, *exc):
         sys.stdout, sys.stderr, sys.argv, sys.path[:] = self.saved
-        for k in [k for k in sys.modules if k == "mpi4py" or k.startswith("mpi4py.")]:
-            del sys.modules[k]
-        sys.modules.update(self.saved_modules)
         return False
 
 
@@ -306,8 +310,17 @@ def run_job(
     with _gc_thresholds(GC_THRESHOLDS):
         btls = make_btls(sim, nprocs)
         hostnames = [f"node{r // ppn:03d}" for r in range(nprocs)]
-        with _Installed(path, argv, out, err):
-            job = _Job(sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale)
+        # The mpi4py finder goes onto sys.meta_path after (so ahead of) the classifier.
+        with (
+            _Installed(path, argv, out, err),
+            ModuleSpace() as space,
+            package.Installed() as mpi4py,
+        ):
+            support = threads.ThreadSupport(mpi4py.rc)
+            threads.activate(support)
+            job = _Job(
+                sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale, space, support
+            )
             until = None if timeout is None else int(timeout * PS_PER_S)
             try:
                 sim.run(until=until)
@@ -331,9 +344,12 @@ def run_job(
             finally:
                 for proc in job.processes:
                     glet = proc._greenlet
-                    if not glet.dead:
+                    for _ in range(KILL_ATTEMPTS):
+                        if glet.dead:
+                            break
                         glet.throw(GreenletExit)
                     context.unbind(glet)
+                threads.activate(None)
     out.flush()
     err.flush()
     return job.result

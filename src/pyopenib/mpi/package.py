@@ -1,0 +1,214 @@
+"""The ``mpi4py`` package a job installs around its ``mpi4py.MPI`` module.
+
+What a program finds after ``import mpi4py`` is what mpi4py 4.1.2's ``__init__.py`` gives:
+``__version__``, ``__file__``/``__path__``/``__spec__``, ``rc`` (also importable as the
+module ``mpi4py.rc``, callable to update options, ``type(rc)()`` for a fresh one),
+``get_include()``, ``get_config()`` and ``profile()``. ``mpi4py.MPI`` is built by
+``namespace``; the other submodules come from ``SUBMODULES``, a registry from mpi4py's
+names to the pyopenib modules that implement them. ``Mpi4pyFinder`` serves every
+``mpi4py.*`` import while a job runs: a registered module is imported (once per
+interpreter: they keep no per-job state) and installed under its mpi4py name; anything
+else is a ``ModuleNotFoundError``, never the real mpi4py's extension.
+
+Which ``rc`` options mean something here: ``threads`` and ``thread_level`` set the level
+``Query_thread`` reports (``threads``); the others are kept for the program to read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+import warnings
+
+from .namespace import MPI4PY_VERSION, build_mpi_module
+
+__all__ = ["Mpi4pyFinder", "Rc", "SUBMODULES", "build_modules"]
+
+PACKAGE_FILE = os.path.abspath(__file__)
+PACKAGE_DIR = os.path.dirname(PACKAGE_FILE)
+
+SUBMODULES: dict[str, str] = {
+    "mpi4py.util.dtlib": "pyopenib.mpi.util_dtlib",
+    "mpi4py.util.pkl5": "pyopenib.mpi.util_pkl5",
+    "mpi4py.util.sync": "pyopenib.mpi.util_sync",
+    "mpi4py.util.pool": "pyopenib.mpi.util_pool",
+    "mpi4py.futures": "pyopenib.mpi.futures",
+}
+"""mpi4py's module name -> the pyopenib module that implements it. An entry whose module
+does not exist (yet) makes the import fail as an absent module would."""
+
+_PACKAGES = {"mpi4py.util": "Miscellaneous utilities (pyopenib's implementations)."}
+"""Submodules that are packages with nothing of their own but their children."""
+
+
+class Rc:
+    """Runtime configuration options, as ``mpi4py.rc`` (same names, defaults and errors:
+    an unknown option is a ``TypeError`` to set and an ``AttributeError`` to read)."""
+
+    initialize = True
+    threads = True
+    thread_level = "multiple"
+    finalize = None
+    fast_reduce = True
+    recv_mprobe = True
+    irecv_bufsz = 32768
+    errors = "exception"
+
+    def __init__(self, **kwargs):
+        self(**kwargs)
+
+    def __setattr__(self, name, value):
+        if not hasattr(self, name):
+            raise TypeError(f"object has no attribute {name!r}")
+        super().__setattr__(name, value)
+
+    def __call__(self, **kwargs):
+        for key in kwargs:
+            if not hasattr(self, key):
+                raise TypeError(f"unexpected argument {key!r}")
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+    def __repr__(self) -> str:
+        return "<mpi4py.rc>"
+
+
+def get_include() -> str:
+    """The directory of C headers for extensions that compile against mpi4py. pyopenib's
+    MPI has no C API: its ``mpi4py/mpi4py.h`` stops such a build with an ``#error`` that
+    says so, instead of letting it link against another MPI."""
+    return os.path.join(PACKAGE_DIR, "include")
+
+
+def get_config() -> dict[str, str]:
+    """Information about the MPI the package was built with: mpi4py 4 returns an empty
+    dict unless a packager ships an ``mpi.cfg``, and pyopenib was built with no MPI."""
+    return {}
+
+
+def profile(name, *, path=None) -> None:
+    """mpi4py loads a PMPI profiler library into the process here. pyopenib's MPI calls
+    are Python, not the C symbols a profiler intercepts, so the library is looked up as
+    mpi4py does (``ValueError`` when absent) and then not loaded: a ``UserWarning``."""
+    if path is None:
+        path = [""]
+    elif isinstance(path, os.PathLike):
+        path = [path]
+    elif isinstance(path, str):
+        path = path.split(os.pathsep)
+    elif isinstance(path, bytes):
+        path = path.split(os.fsencode(os.pathsep))
+    name = os.fsdecode(name)
+    for directory in map(os.fsdecode, path):
+        for prefix, suffix in (("", ""), ("lib", ".so")):
+            filename = os.path.join(directory, f"{prefix}{name}{suffix}")
+            if os.path.isfile(filename):
+                warnings.warn(
+                    f"mpi4py.profile: {os.path.realpath(filename)} not loaded: pyopenib's "
+                    "MPI has no PMPI symbols for a profiler to intercept",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                return
+    raise ValueError(f"profiler {name!r} not found")
+
+
+class _AliasLoader:
+    """Installs an already imported pyopenib module under its mpi4py name."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def create_module(self, spec):
+        module = importlib.import_module(self.target)
+        self.own_spec = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # The import system stamped the mpi4py spec on the module; it stays pyopenib's.
+        module.__spec__ = self.own_spec
+
+
+class Mpi4pyFinder:
+    """Meta-path finder for ``mpi4py.*`` while a job runs (see the module docstring)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith("mpi4py."):
+            return None
+        module = SUBMODULES.get(fullname)
+        if module is None or importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r} (pyopenib's mpi4py does not provide it)",
+                name=fullname,
+            )
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module))
+
+
+def _package(name: str, doc: str, file: str | None) -> types.ModuleType:
+    module = types.ModuleType(name, doc)
+    module.__path__ = [PACKAGE_DIR] if file else []
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, origin=file, is_package=True)
+    if file:
+        module.__file__ = file
+        module.__spec__.has_location = True
+    return module
+
+
+def build_modules() -> dict[str, types.ModuleType]:
+    """Fresh ``mpi4py``, ``mpi4py.MPI``, ``mpi4py.rc`` (and empty subpackages) for one
+    job, by their ``sys.modules`` names; ``mpi4py.rc`` is an ``Rc``, as in mpi4py."""
+    pkg = _package(
+        "mpi4py", "pyopenib's MPI for Python: the mpi4py 4.x API, simulated.", PACKAGE_FILE
+    )
+    pkg.__version__ = MPI4PY_VERSION
+    pkg.__all__ = ["MPI"]
+    pkg.rc = Rc()
+    pkg.get_include = get_include
+    pkg.get_config = get_config
+    pkg.profile = profile
+    mpi = build_mpi_module()
+    mpi.__package__ = "mpi4py"
+    pkg.MPI = mpi
+    modules = {"mpi4py": pkg, "mpi4py.MPI": mpi, "mpi4py.rc": pkg.rc}
+    for name, doc in _PACKAGES.items():
+        sub = _package(name, doc, None)
+        setattr(pkg, name.rpartition(".")[2], sub)
+        modules[name] = sub
+    return modules
+
+
+class Installed:
+    """The job's ``mpi4py`` in ``sys.modules`` and its finder first on ``sys.meta_path``;
+    the interpreter's own ``mpi4py*`` modules (a real mpi4py the host imported) come back
+    when the job ends."""
+
+    def __init__(self):
+        self.modules = build_modules()
+        self.finder = Mpi4pyFinder()
+
+    @property
+    def rc(self) -> Rc:
+        return self.modules["mpi4py.rc"]
+
+    def __enter__(self):
+        self.saved = {k: v for k, v in sys.modules.items() if _is_mpi4py(k)}
+        for k in self.saved:
+            del sys.modules[k]
+        sys.modules.update(self.modules)
+        sys.meta_path.insert(0, self.finder)
+        return self
+
+    def __exit__(self, *exc):
+        sys.meta_path.remove(self.finder)
+        for k in [k for k in sys.modules if _is_mpi4py(k)]:
+            del sys.modules[k]
+        sys.modules.update(self.saved)
+        return False
+
+
+def _is_mpi4py(name: str) -> bool:
+    return name == "mpi4py" or name.startswith("mpi4py.")
