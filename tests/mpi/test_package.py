@@ -1,0 +1,166 @@
+"""The ``mpi4py`` package a job installs: what ``import mpi4py`` gives (mpi4py 4.1.2's
+``__init__``), ``mpi4py.rc`` as module and callable, and the submodule registry."""
+
+import io
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pyopenib.mpi import run_job
+from pyopenib.mpi.package import SUBMODULES
+
+from .loopback_btl import make_loopback_btls
+
+MPI4PY_TESTS = Path("/tmp/mpi4py-sdist/mpi4py-4.1.2/test")
+
+
+def _run(tmp_path, source, nprocs=1, path=None):
+    prog = path or tmp_path / "prog.py"
+    if path is None:
+        prog.write_text(textwrap.dedent(source))
+    out, err = io.StringIO(), io.StringIO()
+    result = run_job(str(prog), nprocs, make_loopback_btls, stdout=out, stderr=err)
+    return result, out.getvalue(), err.getvalue()
+
+
+def test_the_package_has_mpi4pys_version_file_path_include_and_config(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        import os, mpi4py
+        inc = mpi4py.get_include()
+        print(mpi4py.__version__, os.path.isfile(mpi4py.__file__), mpi4py.__path__ == [
+              os.path.dirname(mpi4py.__file__)], mpi4py.__spec__.name, mpi4py.__all__)
+        print(os.path.isfile(os.path.join(inc, "mpi4py", "mpi4py.h")), mpi4py.get_config())
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert out.splitlines() == ["4.1.2 True True mpi4py ['MPI']", "True {}"]
+
+
+def test_the_include_header_stops_a_c_build_saying_there_is_no_c_api(tmp_path):
+    from pyopenib.mpi.package import get_include
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "ext.c"
+    src.write_text("#include <mpi4py/mpi4py.h>\n")
+    proc = subprocess.run(
+        [cc, "-fsyntax-only", "-I", get_include(), str(src)], capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and "no C API" in proc.stderr
+
+
+def test_rc_is_a_module_a_callable_and_a_type_with_mpi4pys_options_and_errors(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        import mpi4py, mpi4py.rc, sys
+        rc = mpi4py.rc
+        print(sys.modules["mpi4py.rc"] is rc, repr(rc))
+        print(rc.initialize, rc.threads, rc.thread_level, rc.finalize, rc.fast_reduce,
+              rc.recv_mprobe, rc.irecv_bufsz, rc.errors)
+        rc(thread_level="serialized", irecv_bufsz=1024)
+        fresh = type(rc)(errors="abort")
+        print(rc.thread_level, rc.irecv_bufsz, fresh.errors, fresh.thread_level)
+        for bad in (lambda: rc(ABCXYZ=1), lambda: setattr(rc, "ABCXYZ", 1)):
+            try:
+                bad()
+            except TypeError as exc:
+                print("TypeError", exc)
+        print(hasattr(rc, "ABCXYZ"))
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert out.splitlines() == [
+        "True <mpi4py.rc>",
+        "True True multiple None True True 32768 exception",
+        "serialized 1024 abort multiple",
+        "TypeError unexpected argument 'ABCXYZ'",
+        "TypeError object has no attribute 'ABCXYZ'",
+        "False",
+    ]
+
+
+def test_profile_finds_the_library_as_mpi4py_does_and_warns_it_is_not_loaded(tmp_path):
+    (tmp_path / "libprof.so").write_bytes(b"")
+    result, out, err = _run(
+        tmp_path,
+        f"""
+        import warnings, mpi4py
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mpi4py.profile("prof", path=[{str(tmp_path)!r}])
+        print(caught[0].category.__name__, "not loaded" in str(caught[0].message))
+        try:
+            mpi4py.profile("@querty", path="/usr/lib")
+        except ValueError as exc:
+            print(exc)
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert out.splitlines() == ["UserWarning True", "profiler '@querty' not found"]
+
+
+def test_util_is_a_package_and_unprovided_submodules_are_module_not_found(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        import importlib, mpi4py.util
+        print(mpi4py.util.__name__, mpi4py.util.__path__)
+        for name in ("mpi4py.bench", "mpi4py.typing", "mpi4py.util.nothing"):
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                print(exc.name, "pyopenib" in str(exc))
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert out.splitlines() == [
+        "mpi4py.util []",
+        "mpi4py.bench True",
+        "mpi4py.typing True",
+        "mpi4py.util.nothing True",
+    ]
+
+
+def test_registered_submodules_that_exist_import_under_their_mpi4py_names(tmp_path):
+    import importlib.util
+
+    present = [name for name, mod in SUBMODULES.items() if importlib.util.find_spec(mod)]
+    if not present:
+        pytest.skip("no registered submodule is implemented yet")
+    result, out, err = _run(
+        tmp_path,
+        f"""
+        import importlib, sys
+        for name in {present!r}:
+            module = importlib.import_module(name)
+            parent, _, child = name.rpartition(".")
+            print(sys.modules[name] is module, getattr(sys.modules[parent], child) is module,
+                  module.__spec__.name.startswith("pyopenib."))
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert out.splitlines() == ["True True True"] * len(present)
+
+
+def test_a_real_mpi4py_the_host_imported_comes_back_after_the_job(tmp_path):
+    pytest.importorskip("mpi4py")
+    import mpi4py
+
+    _run(tmp_path, "import mpi4py.util\nfrom mpi4py import MPI\n")
+    assert sys.modules["mpi4py"] is mpi4py
+    assert "mpi4py.util" not in sys.modules or sys.modules["mpi4py.util"].__file__
+
+
+@pytest.mark.skipif(not MPI4PY_TESTS.is_dir(), reason="mpi4py 4.1.2's sdist is not unpacked")
+def test_mpi4pys_own_toplevel_tests_pass_unmodified(tmp_path):
+    result, _, err = _run(tmp_path, None, path=MPI4PY_TESTS / "test_toplevel.py")
+    assert result.exit_code == 0, err
+    assert "Ran 7 tests" in err and "\nOK" in err
