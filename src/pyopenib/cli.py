@@ -1,6 +1,6 @@
 """The ``pyopenib`` command. Subcommands live beside the layer they drive and are
-attached here; this module only wires them up and turns ``PyopenibError`` into a clean
-message and exit code (a traceback only with ``--debug``)."""
+attached here; this module only wires them up and turns any error into a clean message
+and exit code (a traceback only with ``--debug``)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,54 @@ import click
 from . import __version__
 from .errors import PyopenibError
 
+EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130
+
 
 class _Group(click.Group):
+    """Every error a command lets through ends here: a ``PyopenibError`` is its message
+    and exit code; Ctrl-C is ``interrupted`` and 130 (what a shell reports for SIGINT);
+    anything else is a bug of pyopenib's, shown as one line that says so. The traceback
+    only with ``--debug``."""
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
         except PyopenibError as exc:
-            if ctx.obj and ctx.obj.get("debug"):
+            if _debug(ctx):
                 raise
             click.echo(f"pyopenib: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            if _debug(ctx):
+                raise
+            click.echo("pyopenib: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence, see above
+            if _debug(ctx):
+                raise
+            where = _innermost(exc)
+            click.echo(
+                f"pyopenib: internal error: {type(exc).__name__}: {exc}{where} (a bug in "
+                "pyopenib; rerun with --debug for the traceback and please report it)",
+                err=True,
+            )
+            sys.exit(EXIT_INTERNAL)
+
+
+def _debug(ctx) -> bool:
+    return bool(ctx.obj and ctx.obj.get("debug"))
+
+
+def _innermost(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
 
 
 @click.group(cls=_Group)

@@ -5,11 +5,17 @@ cluster (``dask[distributed]``, the optional extra).
 deterministic simulation that reads no environment, so a tool built on it (``bench``
 sweeps, ``check`` explorations) prints the same with any executor. Tasks and their
 arguments must be picklable: module-level functions and plain objects.
+
+Ctrl-C: worker processes ignore SIGINT (the terminal sends it to the whole process group),
+so only the parent sees it; leaving the ``with`` block by any exception terminates the
+workers at once instead of waiting for their tasks, so an interrupted ``check --jobs 2``
+or ``bench`` exits promptly and leaves no process behind.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+import signal
 
 from .errors import PyopenibError, register_topics
 
@@ -53,12 +59,16 @@ class Workers:
         if self.dask is not None:
             self._connect_dask()
         elif self.jobs > 1:
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs)
+            self._pool = multiprocessing.Pool(self.jobs, initializer=_ignore_sigint)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
+            if exc_type is None:
+                self._pool.close()
+            else:
+                self._pool.terminate()  # SIGTERM now: a task may run for minutes
+            self._pool.join()
         if self._client is not None:
             self._client.close()
         if self._cluster is not None:
@@ -70,7 +80,7 @@ class Workers:
             return self._client.gather(self._client.map(fn, items, pure=False))
         if self._pool is None or len(items) <= 1:
             return [fn(item) for item in items]
-        return list(self._pool.map(fn, items, chunksize=1))
+        return self._pool.map(fn, items, chunksize=1)
 
     def _connect_dask(self) -> None:
         try:
@@ -87,3 +97,8 @@ class Workers:
         except (OSError, TimeoutError) as exc:
             raise PyopenibError("workers-dask-connect", address=self.dask,
                                 reason=str(exc)) from None  # fmt: skip
+
+
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C is the parent's to handle (it terminates the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -8,13 +8,17 @@ import sys
 
 import click
 
+from ..btl.commands import scenario_settings
 from ..btl.scenarios import SCENARIOS
+from ..options import DEVICE_NAME
+from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..report import write_trace
 from ..sim import NominalOracle, RandomOracle, Tracer
 from ..workers import Workers
 from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
 from .scenario_runs import RACE_LABELS, scenario_runner
 
+EXIT_COUNTEREXAMPLE = 1
 CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
 """Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
 
@@ -34,8 +38,15 @@ def _shrink_iterations(passes, iterations: int) -> int:
 
 @click.command()
 @click.argument("name", type=click.Choice(SCENARIOS))
-@click.option("--device", default="chelsio-t3", show_default=True)
-@click.option("--peer-device", default=None)
+@click.option(
+    "--device", type=DEVICE_NAME, default="chelsio-t3", show_default=True, help="Device model id."
+)
+@click.option(
+    "--peer-device",
+    type=DEVICE_NAME,
+    default=None,
+    help="Device of the other ranks (mixed cluster).",
+)
 @click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None)
 @click.option("--mca", nargs=2, multiple=True, metavar="K V")
 @click.option("--iterations", type=click.IntRange(min=1), default=40, show_default=True,
@@ -53,10 +64,16 @@ def _shrink_iterations(passes, iterations: int) -> int:
     show_default=True,
     help="Random: seeds to try.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Random: first seed.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=2**63 - 1),
+    default=0,
+    show_default=True,
+    help="Random: first seed.",
+)
 @click.option("--trace", "trace_file", default=None,
               help="Write the counterexample's trace (.jsonl, .json, .png, .svg, .pdf).")  # fmt: skip
-@click.option("--jobs", type=int, default=2, show_default=True,
+@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
               help="Worker processes (1 = inline); with --dask local, Dask workers.")  # fmt: skip
 @click.option("--dask", default=None, metavar="ADDRESS|local",
               help="Run the executions on this Dask scheduler (or a local Dask cluster).")  # fmt: skip
@@ -66,22 +83,28 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
 
     Unless btl_openib_receive_queues is given, scenarios here use small per-peer queues
     (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
-    pairs = list(mca)
-    if not any(k == "btl_openib_receive_queues" for k, _ in pairs):
-        pairs.append(("btl_openib_receive_queues", CHECK_QUEUES))
-    common = dict(device=device, peer_device=peer_device, credits_qp=credits_qp,
-                  mca_pairs=pairs)  # fmt: skip
+    trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
+    label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
+    if label_set is not None and not label_set:
+        raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
+    ctx = scenario_settings(mca, credits_qp, (device, peer_device), "pyopenib check", CHECK_QUEUES)
+    pairs = ctx.explicit_pairs()
+    common = dict(device=device, peer_device=peer_device, mca_pairs=pairs)
     run = scenario_runner(name, iterations=iterations, **common)
     run(NominalOracle())  # a bad device or MCA value: one clear error here, not in a worker
-    policy = credits_qp or "auto"
+    policy = ctx.get("btl_openib_credits_qp")
     click.echo(f"{name} on {device}, credits_qp {policy}, {iterations} fragments per rank")
-    with Workers(jobs, dask) as workers:
-        if exhaustive:
-            label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
-            res = explore_exhaustive(run, label_set, deviations, max_executions,
-                                     workers=workers)  # fmt: skip
-        else:
-            res = explore_random(run, runs, seed, workers=workers)
+    try:
+        with Workers(jobs, dask) as workers:
+            if exhaustive:
+                res = explore_exhaustive(
+                    run, label_set, deviations, max_executions, workers=workers
+                )
+            else:
+                res = explore_random(run, runs, seed, workers=workers)
+    except KeyboardInterrupt:
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     if exhaustive:
         click.echo(
             f"exhaustive: {res.executions} executions; {res.choice_points} branching choice "
@@ -100,15 +123,15 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
                 )
         else:
             click.echo("  (with nominal timing: no deviation needed)")
-        if trace_file:
+        failed = None
+        if trace_out is not None:
             tracer = Tracer()
             # the runner turns a broken invariant into an outcome; the tracer keeps the events
             scenario_runner(name, iterations=iterations, trace=tracer, **common)(
                 SelectiveScriptedOracle(ex.script, label_set)
             )
-            write_trace(tracer.events, trace_file)
-            click.echo(f"trace written to {trace_file}")
-        sys.exit(1)
+            failed = _write(trace_out, tracer)
+        sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
     if res.counterexample is None:
         click.echo(f"random: {res.executions} seeded runs ({seed}..{seed + runs - 1}), no failure")
         sys.exit(0)
@@ -130,15 +153,20 @@ def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, de
     argv = ["pyopenib", "scenario", name, "--device", device]
     if peer_device:
         argv += ["--peer-device", peer_device]
-    if credits_qp:
-        argv += ["--credits-qp", credits_qp]
     for k, v in pairs:
         argv += ["--mca", k, v]
     argv += ["--iterations", str(smallest), "--random-timing", "--seed", str(bad_seed)]
     click.echo("  " + shlex.join([*argv, "--trace", "race.png"]))
-    if trace_file:
+    failed = None
+    if trace_out is not None:
         tracer = Tracer()
         scenario_runner(name, iterations=smallest, trace=tracer, **common)(RandomOracle(bad_seed))
-        write_trace(tracer.events, trace_file)
-        click.echo(f"trace written to {trace_file}")
-    sys.exit(1)
+        failed = _write(trace_out, tracer)
+    sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
+
+
+def _write(trace_out, tracer):
+    failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
+    if failed is None:
+        click.echo(f"trace written to {trace_out.path}")
+    return failed
