@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 
-from . import context, group, intercomm, topology, win
+from . import context, file, group, intercomm, topology, win
 from .buffers import IN_PLACE
 from .comm import TAG_UB, Comm, Intracomm, _not_implemented
 from .datatypes import DATATYPES, Datatype
@@ -105,6 +105,7 @@ def build_mpi_module() -> types.ModuleType:
         ns[name] = globals()[name]
     ns.update(DATATYPES)
     ns.update(win.NAMES)
+    ns.update(file.NAMES)
     ns.update(group.NAMES)
     ns.update(topology.NAMES)
     ns.update(intercomm.NAMES)
