@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 
-from . import context, file, group, intercomm, topology, win
+from . import context, group, intercomm, p2p, topology, win
 from .buffers import IN_PLACE
 from .comm import TAG_UB, Comm, Intracomm, _not_implemented
 from .datatypes import DATATYPES, Datatype
@@ -105,7 +105,6 @@ def build_mpi_module() -> types.ModuleType:
         ns[name] = globals()[name]
     ns.update(DATATYPES)
     ns.update(win.NAMES)
-    ns.update(file.NAMES)
     ns.update(group.NAMES)
     ns.update(topology.NAMES)
     ns.update(intercomm.NAMES)
@@ -142,4 +141,5 @@ def build_mpi_module() -> types.ModuleType:
         Is_thread_main=Is_thread_main,
         __getattr__=_module_getattr,
     )
+    ns.update(p2p.NAMES)
     return mpi

@@ -1,279 +1,783 @@
-"""``MPI.Request`` and ``MPI.Prequest`` over PML requests.
+"""``MPI.Request``, ``Prequest`` and ``Grequest``: handles on operations in progress.
 
-A request is *active* while it wraps a PML request; completing it (Wait/Test true) fills
-the status, runs the finisher (unpickling for lowercase receives) and makes it inactive,
-as MPI sets a completed request to ``MPI_REQUEST_NULL``.
+An MPI request handle names an *operation*; a ``Request`` object holds one handle and
+``MPI.Request(other)`` copies it, so two objects may name one operation (they compare
+equal), as in mpi4py. Completing a nonpersistent operation (``Wait``, a true ``Test``, the
+Wait/Test families) sets the handle of the object that completed it to ``REQUEST_NULL``; a
+persistent operation becomes *inactive* and stays allocated until ``Free``.
+
+``Operation`` is the one interface every kind implements: a PML send or receive, an
+already-complete transfer (``PROC_NULL``, buffered sends), a persistent request, a
+generalized request, a partitioned transfer. Another layer's nonblocking operation (a
+nonblocking collective, say) subclasses it too and gets every Wait/Test call for free.
+
+Statuses follow Open MPI 4.1: a receive reports its envelope; a send that left through
+ob1's send-inline path completes as ``ompi_request_empty`` (source ``PROC_NULL``, tag
+``ANY_TAG``); any other send reports the sender's rank, the tag and the byte count; a
+null or inactive request reports the empty status.
 """
 
 from __future__ import annotations
 
+import builtins
+import sys
+import traceback
+import weakref
+
 from ..pml import describe
+from ..pml.request import EAGER_SENT
 from .context import current
 from .errors import ERROR_CLASSES, Exception
-from .status import ANY_SOURCE, ANY_TAG, PROC_NULL, Status
+from .status import ANY_TAG, PROC_NULL, UNDEFINED, Status, empty_fields
 
-__all__ = ["Prequest", "Request", "completed_request", "finish_recv"]
+__all__ = [
+    "REQUEST_NULL",
+    "DoneOperation",
+    "Grequest",
+    "Operation",
+    "PmlOperation",
+    "Prequest",
+    "Request",
+    "completed_request",
+    "finish_recv",
+    "persistent",
+    "wrap",
+]
 
 ERR_TRUNCATE = ERROR_CLASSES["ERR_TRUNCATE"][0]
 ERR_IN_STATUS = ERROR_CLASSES["ERR_IN_STATUS"][0]
 ERR_REQUEST = ERROR_CLASSES["ERR_REQUEST"][0]
+ERR_OTHER = ERROR_CLASSES["ERR_OTHER"][0]
+_EMPTY = empty_fields()
+NULL_PROC_RECV = (PROC_NULL, ANY_TAG, 0, 0, False)
+"""A receive from ``PROC_NULL`` completes with source ``PROC_NULL``, tag ``ANY_TAG``."""
+INLINE_SEND = (PROC_NULL, ANY_TAG, 0, 0, False)
+"""Open MPI's ``ompi_request_empty``: what a send completed at once reports."""
 
 
-def _recv_status(preq):
-    error = ERR_TRUNCATE if preq.truncated else 0
-    return (preq.source, preq.tag, error, preq.count, preq.cancelled)
+class Operation:
+    """What a request handle points to. ``ready`` must not block; ``take`` consumes a
+    completion and returns ``(status fields, value)`` where the fields are ``(source, tag,
+    error, byte count, cancelled)`` and the value is what lowercase ``wait`` returns."""
+
+    __slots__ = ("fint", "__weakref__")
+    persistent = False
+    partitioned = False
+    label = ""
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def block(self) -> None:
+        """Drive progress until ``ready``."""
+        if not self.ready():
+            current().wait_for(self.ready, self.label)
+
+    def take(self):
+        raise NotImplementedError
+
+    def peek(self) -> tuple:
+        """The status fields of a completed operation, leaving it complete."""
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        """Open MPI's ob1 cancels nothing but unmatched receives: the default."""
+
+    def release(self) -> None:
+        """The handle is being freed (``Request.Free``)."""
+
+    def describe(self) -> str:
+        return describe(self.label)
 
 
-def _send_status(preq):
-    return (ANY_SOURCE, ANY_TAG, 0, 0, preq.cancelled)
+class DoneOperation(Operation):
+    """An operation complete when created: a ``PROC_NULL`` transfer, a buffered send."""
+
+    __slots__ = ("fields", "value")
+
+    def __init__(self, fields=_EMPTY, value=None):
+        self.fields = fields
+        self.value = value
+
+    def ready(self) -> bool:
+        return True
+
+    def take(self):
+        return self.fields, self.value
+
+    def peek(self) -> tuple:
+        return self.fields
+
+
+class PmlOperation(Operation):
+    """A PML send or receive. ``finish(pml request, status fields)`` turns a completed
+    receive into what lowercase ``wait`` returns (None: the value is None); ``envelope``
+    is the sender's (communicator rank, tag) for a send's status."""
+
+    __slots__ = ("preq", "is_recv", "finish", "label", "envelope")
+
+    def __init__(self, preq, is_recv: bool, finish=None, label="", envelope=None):
+        self.preq = preq
+        self.is_recv = is_recv
+        self.finish = finish
+        self.label = label
+        self.envelope = envelope
+
+    def ready(self) -> bool:
+        return self.preq.complete
+
+    def block(self) -> None:
+        preq = self.preq
+        if not preq.complete:
+            current().wait_request(preq, self.label)
+
+    def peek(self) -> tuple:
+        preq = self.preq
+        if self.is_recv:
+            error = ERR_TRUNCATE if preq.truncated else 0
+            return (preq.source, preq.tag, error, preq.count, preq.cancelled)
+        if preq is EAGER_SENT or self.envelope is None:
+            return INLINE_SEND
+        return (self.envelope[0], self.envelope[1], 0, len(preq.data), preq.cancelled)
+
+    def take(self):
+        fields = self.peek()
+        finish = self.finish
+        if finish is None or fields[4]:
+            return fields, None
+        return fields, finish(self.preq, fields)
+
+    def cancel(self) -> None:
+        if self.is_recv:
+            current().pml.cancel(self.preq)
+
+
+class _PersistentOperation(Operation):
+    """A persistent request: ``start()`` returns the operation of one more transfer with
+    the same arguments; between a completion and the next ``Start`` it is inactive."""
+
+    __slots__ = ("start", "active", "label")
+    persistent = True
+
+    def __init__(self, start, label=""):
+        self.start = start
+        self.active = None
+        self.label = label
+
+    def begin(self) -> None:
+        if self.active is not None:
+            raise Exception(ERR_REQUEST)
+        self.active = self.start()
+
+    def inactive(self) -> bool:
+        return self.active is None
+
+    def ready(self) -> bool:
+        active = self.active
+        return active is None or active.ready()
+
+    def block(self) -> None:
+        if self.active is not None:
+            self.active.block()
+
+    def take(self):
+        active = self.active
+        if active is None:
+            return _EMPTY, None
+        self.active = None
+        return active.take()
+
+    def peek(self) -> tuple:
+        return _EMPTY if self.active is None else self.active.peek()
+
+    def cancel(self) -> None:
+        if self.active is not None:
+            self.active.cancel()
+
+
+class _GeneralizedOperation(Operation):
+    """``MPI_Grequest_start``: the program completes it; its status comes from
+    ``query_fn`` and ``free_fn`` runs when the completion is consumed (MPI 3.1 sec. 12.2)."""
+
+    __slots__ = ("query_fn", "free_fn", "cancel_fn", "args", "kwargs", "done", "value")
+    label = "MPI_Grequest (waiting for Grequest.Complete)"
+
+    def __init__(self, query_fn, free_fn, cancel_fn, args, kwargs):
+        self.query_fn = query_fn
+        self.free_fn = free_fn
+        self.cancel_fn = cancel_fn
+        self.args = tuple(args) if args is not None else ()
+        self.kwargs = dict(kwargs) if kwargs is not None else {}
+        self.done = False
+        self.value = None
+
+    def ready(self) -> bool:
+        return self.done
+
+    def peek(self) -> tuple:
+        status = Status()
+        if self.query_fn is not None:
+            _user_call(self.query_fn, status, *self.args, **self.kwargs)
+            if self.cancel_fn is None:
+                status.Set_cancelled(False)
+        return status._fields()
+
+    def take(self):
+        try:
+            fields = self.peek()
+        finally:
+            self.release()
+        return fields, self.value
+
+    def release(self) -> None:
+        free_fn, self.free_fn = self.free_fn, None
+        if free_fn is not None:
+            _user_call(free_fn, *self.args, **self.kwargs)
+
+    def cancel(self) -> None:
+        if self.cancel_fn is not None:
+            _user_call(self.cancel_fn, self.done, *self.args, **self.kwargs)
+
+
+def _user_call(fn, *args, **kwargs):
+    """A generalized request's callback: an exception becomes the MPI error mpi4py reports
+    (the traceback on stderr; the error class of an ``MPI.Exception``, else ERR_OTHER)."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        raise Exception(exc.Get_error_class()) from exc
+    except builtins.Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        raise Exception(ERR_OTHER) from exc
+
+
+# -- integer handles --------------------------------------------------------------------
+_BY_FINT: weakref.WeakValueDictionary[int, Operation] = weakref.WeakValueDictionary()
+_FINT_NEXT = [1]
+
+
+def _fint(op: Operation | None) -> int:
+    """An operation's Fortran (and integer) handle, as ``MPI_Request_c2f``: 0 for
+    ``REQUEST_NULL``, then 1, 2, ... in the order handles are first asked for."""
+    if op is None:
+        return 0
+    try:
+        return op.fint
+    except AttributeError:
+        fint = op.fint = _FINT_NEXT[0]
+        _FINT_NEXT[0] = fint + 1
+        _BY_FINT[fint] = op
+        return fint
+
+
+def _from_fint(cls, fint: int):
+    op = None if fint == 0 else _BY_FINT.get(fint)
+    if op is None and fint != 0:
+        raise Exception(ERR_REQUEST)
+    cls._check_kind(op)
+    return cls._of(op)
+
+
+def wrap(op: Operation | None) -> Request:
+    """A ``Request`` object holding a new handle on ``op``."""
+    req = Request.__new__(Request)
+    req._op = op
+    return req
+
+
+def completed_request(fields=NULL_PROC_RECV) -> Request:
+    """A request complete from the start (a ``PROC_NULL`` transfer)."""
+    return wrap(DoneOperation(fields))
 
 
 def finish_recv(preq, status: Status | None) -> None:
     """What Wait does with a completed receive, for the blocking calls that need no
     ``Request`` object: fill the status, raise ``ERR_TRUNCATE`` if the message was cut."""
     if status is not None:
-        status._fill(preq.source, preq.tag, ERR_TRUNCATE if preq.truncated else 0, preq.count,
-                     preq.cancelled)  # fmt: skip
+        error = ERR_TRUNCATE if preq.truncated else 0
+        status._fill(preq.source, preq.tag, error, preq.count, preq.cancelled)
     if preq.truncated:
         raise Exception(ERR_TRUNCATE)
 
 
+def _fill(status, fields) -> None:
+    if status is not None:
+        status._fill(*fields)
+
+
+def _ops(requests) -> list:
+    ops = []
+    for r in requests:
+        if not isinstance(r, Request):
+            raise TypeError(f"Cannot convert {type(r).__name__} to mpi4py.MPI.Request")
+        ops.append(r._op)
+    return ops
+
+
+def _place_statuses(statuses, count: int):
+    """mpi4py's rule for a ``statuses`` argument: a list grows to ``count`` fresh
+    ``Status`` objects; a tuple is filled as far as it reaches."""
+    if statuses is None:
+        return None
+    if isinstance(statuses, list) and len(statuses) < count:
+        statuses.extend(Status() for _ in range(len(statuses), count))
+    return statuses
+
+
+def _active(op) -> bool:
+    """Not null and not an inactive persistent request (what Waitany/Waitsome skip)."""
+    return op is not None and not (op.persistent and op.inactive())
+
+
 class Request:
-    """``finish(pml_request)`` returns the value lowercase ``wait()`` gives back; ``label``
-    names the call for deadlock reports (see ``pml.describe``)."""
+    """A request handle (``MPI.Request``); ``MPI.Request(other)`` names the same one."""
 
-    __slots__ = ("_preq", "_kind", "_finish", "_label", "__weakref__")
+    __slots__ = ("_op", "__weakref__")
 
-    def __init__(self, preq=None, kind: str = "send", finish=None, label=""):
-        self._preq = preq
-        self._kind = kind
-        self._finish = finish
-        self._label = label
+    def __init__(self, request: Request | None = None):
+        if request is None:
+            self._op = None
+        elif isinstance(request, Request):
+            self._check_kind(request._op)
+            self._op = request._op
+        else:
+            raise TypeError(
+                f"Argument 'request' has incorrect type (expected {type(self).__name__}, "
+                f"got {type(request).__name__})"
+            )
 
-    # -- completion ---------------------------------------------------------------------
-    def _ready(self) -> bool:
-        p = self._preq
-        return p is None or p.complete
+    @classmethod
+    def _check_kind(cls, op) -> None:
+        """A Prequest (Grequest) names only persistent (generalized) operations."""
 
-    def _take(self, status: Status | None):
-        """Consume a completed request: (error class, value); the request becomes null."""
-        preq = self._preq
-        if preq is None:
-            if self._kind == "null-proc":
-                if status is not None:
-                    status._fill(PROC_NULL, ANY_TAG, 0, 0)
-            elif status is not None:
-                status._fill(ANY_SOURCE, ANY_TAG, 0, 0)
-            return 0, None
-        self._preq = None
-        fields = _recv_status(preq) if self._kind == "recv" else _send_status(preq)
-        if status is not None:
-            status._fill(*fields)
-        finish = self._finish
-        value = finish(preq) if finish is not None and not preq.cancelled else None
-        return fields[2], value
+    @classmethod
+    def _of(cls, op):
+        req = cls.__new__(cls)
+        req._op = op
+        return req
 
-    def _wait(self) -> None:
-        p = self._preq
-        if p is not None and not p.complete:
-            current().wait_request(p, self._label)
+    # -- identity -------------------------------------------------------------------------
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self._op is other._op
+
+    def __ne__(self, other) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self._op is not other._op
+
+    __hash__ = None
+
+    def __bool__(self) -> bool:
+        return self._op is not None
+
+    def __reduce__(self):
+        if self._op is not None:
+            raise ValueError(f"cannot serialize {type(self).__name__} instance")
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        return (type(self), ())
+
+    @property
+    def handle(self) -> int:
+        return _fint(self._op)
+
+    @classmethod
+    def fromhandle(cls, handle: int):
+        return _from_fint(cls, handle)
+
+    def toint(self) -> int:
+        return _fint(self._op)
+
+    @classmethod
+    def fromint(cls, arg: int):
+        return _from_fint(cls, arg)
+
+    def py2f(self) -> int:
+        return _fint(self._op)
+
+    @classmethod
+    def f2py(cls, arg: int):
+        return _from_fint(cls, arg)
+
+    # -- one request ----------------------------------------------------------------------
+    def _complete(self, status):
+        """Wait for and consume this request's completion; its value (lowercase)."""
+        op = self._op
+        if op is None:
+            _fill(status, _EMPTY)
+            return None
+        op.block()
+        fields, value = op.take()
+        if not op.persistent:
+            self._op = None
+        _fill(status, fields)
+        if fields[2]:
+            raise Exception(fields[2])
+        return value
+
+    def _ready_now(self) -> bool:
+        op = self._op
+        if op is None or op.ready():
+            return True
+        current().poll()
+        return op.ready()
 
     def Wait(self, status: Status | None = None) -> bool:
-        self._wait()
-        err, _ = self._take(status)
-        if err:
-            raise Exception(err)
+        self._complete(status)
         return True
 
     def wait(self, status: Status | None = None):
-        self._wait()
-        err, value = self._take(status)
-        if err:
-            raise Exception(err)
-        return value
+        return self._complete(status)
 
     def Test(self, status: Status | None = None) -> bool:
-        if not self._ready():
-            current().poll()
-            if not self._ready():
-                return False
-        err, _ = self._take(status)
-        if err:
-            raise Exception(err)
+        if not self._ready_now():
+            return False
+        self._complete(status)
         return True
 
     def test(self, status: Status | None = None):
-        if not self._ready():
-            current().poll()
-            if not self._ready():
-                return False, None
-        err, value = self._take(status)
-        if err:
-            raise Exception(err)
-        return True, value
+        if not self._ready_now():
+            return False, None
+        return True, self._complete(status)
 
     def Get_status(self, status: Status | None = None) -> bool:
-        if not self._ready():
-            current().poll()
-        return self._ready()
+        op = self._op
+        if op is None:
+            _fill(status, _EMPTY)
+            return True
+        if not self._ready_now():
+            return False
+        _fill(status, op.peek())
+        return True
+
+    get_status = Get_status
 
     def Cancel(self) -> None:
-        if self._preq is not None:
-            current().pml.cancel(self._preq)
+        if self._op is not None:
+            self._op.cancel()
+
+    cancel = Cancel
 
     def Free(self) -> None:
-        self._preq = None
+        op = self._op
+        if op is None or self is REQUEST_NULL:
+            raise Exception(ERR_REQUEST)
+        op.release()
+        self._op = None
 
-    def __bool__(self) -> bool:
-        return self._preq is not None
+    def free(self) -> None:
+        if self._op is not None:
+            self.Free()
 
-    # -- many requests ------------------------------------------------------------------
+    # -- many requests --------------------------------------------------------------------
     @staticmethod
-    def _all_ready(requests) -> bool:
-        return all(r._ready() for r in requests)
+    def _block_all(ops) -> None:
+        """Wait for every operation: waiting for each in turn is waiting for all (progress
+        completes any of them), without a closure polled after every event."""
+        for op in ops:
+            if op is not None and not op.ready():
+                op.block()
 
     @staticmethod
-    def _wait_each(requests) -> None:
-        """Block until every request is complete: waiting for each in turn is waiting for
-        all (progress completes any of them), without a closure polled after every event."""
-        label = None
-        for r in requests:
-            p = r._preq
-            if p is not None and not p.complete:
-                if label is None:
-                    rc = current()
-                    label = (_many, "MPI_Waitall", requests)
-                rc.wait_request(p, label)
+    def _consume(requests, ops, i):
+        """Take the completion of ``requests[i]``: (fields, value)."""
+        op = ops[i]
+        if op is None:
+            return _EMPTY, None
+        fields, value = op.take()
+        if not op.persistent:
+            requests[i]._op = None
+        return fields, value
+
+    @classmethod
+    def _complete_all(cls, requests, ops, statuses):
+        statuses = _place_statuses(statuses, len(ops))
+        values = []
+        failed = False
+        for i in range(len(ops)):
+            fields, value = cls._consume(requests, ops, i)
+            if statuses is not None and i < len(statuses):
+                statuses[i]._fill(*fields)
+            failed = failed or bool(fields[2])
+            values.append(value)
+        if failed:
+            raise Exception(ERR_IN_STATUS)
+        return values
 
     @classmethod
     def Waitall(cls, requests, statuses=None) -> bool:
         requests = list(requests)
-        cls._wait_each(requests)
-        failed = False
-        for i, r in enumerate(requests):
-            st = statuses[i] if statuses is not None and i < len(statuses) else None
-            err, _ = r._take(st)
-            failed = failed or bool(err)
-        if failed:
-            raise Exception(ERR_IN_STATUS)
+        ops = _ops(requests)
+        cls._block_all(ops)
+        cls._complete_all(requests, ops, statuses)
         return True
 
     @classmethod
     def waitall(cls, requests, statuses=None) -> list:
         requests = list(requests)
-        cls._wait_each(requests)
-        values = []
-        for i, r in enumerate(requests):
-            st = statuses[i] if statuses is not None and i < len(statuses) else None
-            err, value = r._take(st)
-            if err:
-                raise Exception(err)
-            values.append(value)
-        return values
+        ops = _ops(requests)
+        cls._block_all(ops)
+        return cls._complete_all(requests, ops, statuses)
 
     @staticmethod
-    def _first_ready(requests) -> int | None:
-        for i, r in enumerate(requests):
-            if r._preq is not None and r._preq.complete:
-                return i
-        return None
+    def _all_ready(ops) -> bool:
+        for op in ops:
+            if op is not None and not op.ready():
+                return False
+        return True
 
     @classmethod
-    def _waitany(cls, requests) -> int | None:
+    def _testall(cls, requests, statuses):
         requests = list(requests)
-        if all(r._preq is None for r in requests):
-            return None
-        if cls._first_ready(requests) is None:
-            current().wait_for(
-                lambda: cls._first_ready(requests) is not None, (_many, "MPI_Waitany", requests)
-            )
-        return cls._first_ready(requests)
-
-    @classmethod
-    def Waitany(cls, requests, status: Status | None = None) -> int:
-        requests = list(requests)
-        i = cls._waitany(requests)
-        if i is None:
-            return -32766  # MPI_UNDEFINED: no active request
-        err, _ = requests[i]._take(status)
-        if err:
-            raise Exception(err)
-        return i
-
-    @classmethod
-    def waitany(cls, requests, status: Status | None = None):
-        requests = list(requests)
-        i = cls._waitany(requests)
-        if i is None:
-            return -32766, None
-        err, value = requests[i]._take(status)
-        if err:
-            raise Exception(err)
-        return i, value
+        ops = _ops(requests)
+        if not cls._all_ready(ops):
+            current().poll()
+            if not cls._all_ready(ops):
+                # mpi4py hands MPI an array of empty statuses and copies it back
+                for st in _place_statuses(statuses, len(ops)) or ():
+                    st._fill(*_EMPTY)
+                return False, None
+        return True, cls._complete_all(requests, ops, statuses)
 
     @classmethod
     def Testall(cls, requests, statuses=None) -> bool:
-        requests = list(requests)
-        if not cls._all_ready(requests):
-            current().poll()
-            if not cls._all_ready(requests):
-                return False
-        return cls.Waitall(requests, statuses)
+        return cls._testall(requests, statuses)[0]
 
     @classmethod
     def testall(cls, requests, statuses=None):
+        return cls._testall(requests, statuses)
+
+    @staticmethod
+    def _ready_indices(ops) -> list[int]:
+        return [i for i, op in enumerate(ops) if _active(op) and op.ready()]
+
+    @classmethod
+    def _any(cls, requests, status, blocking: bool):
+        """(index, flag, value) of Waitany/Testany: ``UNDEFINED`` and the empty status
+        when no request is active."""
         requests = list(requests)
-        if not cls._all_ready(requests):
-            current().poll()
-            if not cls._all_ready(requests):
-                return False, None
-        return True, cls.waitall(requests, statuses)
+        ops = _ops(requests)
+        if not any(_active(op) for op in ops):
+            _fill(status, _EMPTY)
+            return UNDEFINED, True, None
+        done = cls._ready_indices(ops)
+        if not done:
+            if blocking:
+                label = (_many, "MPI_Waitany", ops)
+                current().wait_for(lambda: bool(cls._ready_indices(ops)), label)
+            else:
+                current().poll()
+            done = cls._ready_indices(ops)
+            if not done:
+                return UNDEFINED, False, None
+        i = done[0]
+        fields, value = cls._consume(requests, ops, i)
+        _fill(status, fields)
+        if fields[2]:
+            raise Exception(fields[2])
+        return i, True, value
+
+    @classmethod
+    def Waitany(cls, requests, status: Status | None = None) -> int:
+        return cls._any(requests, status, True)[0]
+
+    @classmethod
+    def waitany(cls, requests, status: Status | None = None):
+        i, _, value = cls._any(requests, status, True)
+        return i, value
 
     @classmethod
     def Testany(cls, requests, status: Status | None = None) -> tuple[int, bool]:
+        i, flag, _ = cls._any(requests, status, False)
+        return i, flag
+
+    @classmethod
+    def testany(cls, requests, status: Status | None = None):
+        return cls._any(requests, status, False)
+
+    @classmethod
+    def _some(cls, requests, statuses, blocking: bool):
+        """(indices, values) of Waitsome/Testsome: (None, None) when no request is
+        active; the k-th status describes the k-th completed request."""
         requests = list(requests)
-        if cls._first_ready(requests) is None:
+        ops = _ops(requests)
+        if not any(_active(op) for op in ops):
+            return None, None
+        done = cls._ready_indices(ops)
+        if not done:
+            if blocking:
+                label = (_many, "MPI_Waitsome", ops)
+                current().wait_for(lambda: bool(cls._ready_indices(ops)), label)
+            else:
+                current().poll()
+            done = cls._ready_indices(ops)
+        statuses = _place_statuses(statuses, len(done))
+        values = []
+        failed = False
+        for k, i in enumerate(done):
+            fields, value = cls._consume(requests, ops, i)
+            if statuses is not None and k < len(statuses):
+                statuses[k]._fill(*fields)
+            failed = failed or bool(fields[2])
+            values.append(value)
+        if failed:
+            raise Exception(ERR_IN_STATUS)
+        return done, values
+
+    @classmethod
+    def Waitsome(cls, requests, statuses=None) -> list[int] | None:
+        return cls._some(requests, statuses, True)[0]
+
+    @classmethod
+    def waitsome(cls, requests, statuses=None):
+        return cls._some(requests, statuses, True)
+
+    @classmethod
+    def Testsome(cls, requests, statuses=None) -> list[int] | None:
+        return cls._some(requests, statuses, False)[0]
+
+    @classmethod
+    def testsome(cls, requests, statuses=None):
+        return cls._some(requests, statuses, False)
+
+    # MPI-4.1's nondestructive queries over many requests
+    @classmethod
+    def Get_status_any(cls, requests, status: Status | None = None) -> tuple[int, bool]:
+        ops = _ops(list(requests))
+        if not any(_active(op) for op in ops):
+            _fill(status, _EMPTY)
+            return UNDEFINED, True
+        done = cls._ready_indices(ops)
+        if not done:
             current().poll()
-        if all(r._preq is None for r in requests):
-            return -32766, True
-        i = cls._first_ready(requests)
-        if i is None:
-            return -32766, False
-        err, _ = requests[i]._take(status)
-        if err:
-            raise Exception(err)
-        return i, True
+            done = cls._ready_indices(ops)
+            if not done:
+                return UNDEFINED, False
+        _fill(status, ops[done[0]].peek())
+        return done[0], True
+
+    get_status_any = Get_status_any
+
+    @classmethod
+    def Get_status_all(cls, requests, statuses=None) -> bool:
+        ops = _ops(list(requests))
+        if not cls._all_ready(ops):
+            current().poll()
+            if not cls._all_ready(ops):
+                return False
+        statuses = _place_statuses(statuses, len(ops))
+        if statuses is not None:
+            for st, op in zip(statuses, ops, strict=False):
+                st._fill(*(_EMPTY if op is None else op.peek()))
+        return True
+
+    get_status_all = Get_status_all
+
+    @classmethod
+    def Get_status_some(cls, requests, statuses=None) -> list[int] | None:
+        ops = _ops(list(requests))
+        if not any(_active(op) for op in ops):
+            return None
+        done = cls._ready_indices(ops)
+        if not done:
+            current().poll()
+            done = cls._ready_indices(ops)
+        statuses = _place_statuses(statuses, len(done))
+        if statuses is not None:
+            for st, i in zip(statuses, done, strict=False):
+                st._fill(*ops[i].peek())
+        return done
+
+    get_status_some = Get_status_some
 
     def __repr__(self) -> str:
-        state = "active" if self._preq is not None else "null"
-        return f"<pyopenib.MPI.Request {describe(self._label) or self._kind} {state}>"
+        op = self._op
+        state = "null" if op is None else op.describe() or type(op).__name__
+        return f"<pyopenib.MPI.{type(self).__name__} {state}>"
 
 
 class Prequest(Request):
-    """A persistent request: ``Start`` begins one more transfer with the same arguments."""
+    """A persistent request: ``Start`` begins one more transfer with the same arguments;
+    a partitioned one also takes ``Pready``/``Parrived``."""
 
-    __slots__ = ("_start",)
+    __slots__ = ()
 
-    def __init__(self, start, kind: str, finish=None, label=""):
-        super().__init__(None, kind, finish, label)
-        self._start = start
+    @classmethod
+    def _check_kind(cls, op) -> None:
+        if op is not None and not op.persistent:
+            raise TypeError("Cannot convert mpi4py.MPI.Request to mpi4py.MPI.Prequest")
 
     def Start(self) -> None:
-        if self._preq is not None:
+        op = self._op
+        if op is None or not op.persistent:
             raise Exception(ERR_REQUEST)
-        self._preq = self._start()
+        op.begin()
 
     @classmethod
     def Startall(cls, requests) -> None:
-        for r in requests:
-            r.Start()
+        for r in list(requests):
+            if not isinstance(r, Request):
+                raise TypeError(f"Cannot convert {type(r).__name__} to mpi4py.MPI.Prequest")
+            Prequest.Start(r)
+
+    def _partitioned(self):
+        op = self._op
+        if op is None or not op.partitioned:
+            raise Exception(ERR_REQUEST)
+        return op
+
+    def Pready(self, partition: int) -> None:
+        self._partitioned().pready([int(partition)])
+
+    def Pready_range(self, partition_low: int, partition_high: int) -> None:
+        self._partitioned().pready(range(int(partition_low), int(partition_high) + 1))
+
+    def Pready_list(self, partitions) -> None:
+        self._partitioned().pready([int(p) for p in partitions])
+
+    def Parrived(self, partition: int) -> bool:
+        return self._partitioned().parrived(int(partition))
 
 
-def completed_request(kind: str = "null-proc") -> Request:
-    """A request that is already complete (PROC_NULL transfers)."""
-    return Request(None, kind)
+def persistent(start, label="") -> Prequest:
+    """A ``Prequest`` whose every ``Start`` calls ``start()`` for the transfer's operation."""
+    return Prequest._of(_PersistentOperation(start, label))
 
 
-def _many(call: str, requests) -> str:
-    labels = [describe(r._label) for r in requests if r._preq is not None and not r._preq.complete]
-    return f"{call}({len(requests)} requests: {'; '.join(labels)})"
+class Grequest(Request):
+    """A generalized request: the program completes it with ``Complete``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _check_kind(cls, op) -> None:
+        if op is not None and not isinstance(op, _GeneralizedOperation):
+            raise TypeError("Cannot convert mpi4py.MPI.Request to mpi4py.MPI.Grequest")
+
+    @classmethod
+    def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None):
+        return cls._of(_GeneralizedOperation(query_fn, free_fn, cancel_fn, args, kwargs))
+
+    def Complete(self) -> None:
+        op = self._op
+        if op is None:
+            raise Exception(ERR_REQUEST)
+        op.done = True
+
+    def complete(self, obj=None) -> None:
+        op = self._op
+        if op is not None:
+            op.value = obj
+        self.Complete()
+
+
+REQUEST_NULL = Request()
+"""The predefined null request (it pickles by name, so it unpickles to itself)."""
+
+
+def _many(call: str, ops) -> str:
+    labels = [op.describe() for op in ops if op is not None and not op.ready()]
+    return f"{call}({len(ops)} requests: {'; '.join(labels)})"

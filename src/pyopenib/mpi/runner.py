@@ -174,8 +174,8 @@ class _Job:
             while True:
                 if pml.progress() == 0:
                     btl.wait_for_activity()
-        except (_JobOver, GreenletExit, KeyboardInterrupt):
-            raise  # Ctrl-C stops the job, not one rank: `run` writes the trace and exits 130
+        except (_JobOver, GreenletExit):
+            raise
         except JobAborted as exc:
             self._unless_over()
             result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)

@@ -54,6 +54,16 @@ _RC_LEVELS = {
 }
 _ERR_OTHER = ERROR_CLASSES["ERR_OTHER"][0]
 _MPI_DIR = __file__.rpartition("/")[0] + "/"
+_PUBLIC_OWNER = {
+    "PointToPoint": "Comm",
+    "Collectives": "Comm",
+    "CommConstructors": "Comm",
+    "CommAttributes": "Comm",
+    "CommErrhandlers": "Comm",
+    "IntraCollectives": "Intracomm",
+    "IntraConstructors": "Intracomm",
+}
+"""The mixins ``Comm``'s methods are written in, by the class a program calls them on."""
 
 
 class ThreadLevelError(Exception):
@@ -104,7 +114,8 @@ class ThreadSupport:
         while frame is not None:
             code = frame.f_code
             if code.co_filename.startswith(_MPI_DIR):
-                call = code.co_qualname
+                owner, dot, method = code.co_qualname.rpartition(".")
+                call = f"{_PUBLIC_OWNER.get(owner, owner)}{dot}{method}"
             elif call is not None:
                 break
             frame = frame.f_back

@@ -96,6 +96,13 @@ class Pml:
             self._peer_limits[peer] = limits
         return limits
 
+    def eager_payload(self, peer: int) -> int:
+        """The largest payload ``isend`` sends eagerly to ``peer`` (its BTL's eager limit
+        less the MATCH header): what a buffered send may send without attached space."""
+        if self._btl_limits is None:
+            return self._eager_payload
+        return self._limits(peer)[0]
+
     # -- requests -----------------------------------------------------------------------
     def _new_id(self) -> int:
         rid = self._next_id
@@ -111,8 +118,9 @@ class Pml:
         return list(self._live.values())
 
     # -- sending ------------------------------------------------------------------------
-    def isend(self, data, peer: int, ctx: int, source: int, tag: int, sync: bool = False,
-              label="send") -> SendRequest:  # fmt: skip
+    def isend(
+        self, data, peer: int, ctx: int, source: int, tag: int, sync: bool = False, label="send"
+    ) -> SendRequest:
         """Start sending ``data`` (bytes-like: uint8 array or bytes, unchanged until
         completion) to world rank ``peer`` as communicator rank ``source`` of context
         ``ctx``. An eager send is complete on return (``EAGER_SENT``)."""
@@ -145,8 +153,9 @@ class Pml:
         return req
 
     # -- receiving ----------------------------------------------------------------------
-    def irecv(self, buffer: np.ndarray | None, ctx: int, source: int, tag: int,
-              label="recv") -> RecvRequest:  # fmt: skip
+    def irecv(
+        self, buffer: np.ndarray | None, ctx: int, source: int, tag: int, label="recv"
+    ) -> RecvRequest:
         """Post a receive into ``buffer`` (writable contiguous uint8, or None to allocate
         on match). Complete on return when a matching eager fragment was waiting."""
         req = RecvRequest(self._new_id(), label, ctx, source, tag, buffer)
@@ -179,6 +188,34 @@ class Pml:
             if probe.matches(frag.source, frag.tag):
                 return frag.source, frag.tag, frag.total
         return None
+
+    def improbe(self, ctx: int, source: int, tag: int) -> _Unexpected | None:
+        """Matched probe (``MPI_Improbe``): take the first unexpected message that matches
+        off the queue, so that no other receive can match it; ``imrecv`` receives it.
+        Its ``source``, ``tag`` and ``total`` (bytes) are the status to report."""
+        queue = self._unexpected.get(ctx)
+        if queue:
+            for i, frag in enumerate(queue):
+                ftag = frag.tag
+                if (source == frag.source or source == ANY_SOURCE) and (
+                    tag == ftag or (tag == ANY_TAG and ftag >= 0)
+                ):
+                    del queue[i]
+                    return frag
+        return None
+
+    def imrecv(
+        self, frag: _Unexpected, buffer: np.ndarray | None, ctx: int, label="mrecv"
+    ) -> RecvRequest:
+        """Receive a message ``improbe`` took (``MPI_Imrecv``): like ``irecv`` finding it
+        first in the unexpected queue."""
+        req = RecvRequest(self._new_id(), label, ctx, frag.source, frag.tag, buffer)
+        if frag.kind == MATCH:
+            _fill_eager(req, frag.source, frag.tag, frag.payload)
+        else:
+            self._live[req.id] = req
+            self._deliver(req, frag.peer, frag)
+        return req
 
     def cancel(self, req: PmlRequest) -> bool:
         """Cancel a posted, unmatched receive (sends cannot be cancelled once started)."""
@@ -278,8 +315,9 @@ class Pml:
     def _rndv_frag(peer, source, tag, view, copy: bool) -> _Unexpected:
         total, send_id = RNDV_HDR.unpack_from(view)[5:]
         payload = view[_RNDV_LEN:]
-        return _Unexpected(peer, source, tag, RNDV, bytes(payload) if copy else payload,
-                           total, send_id)  # fmt: skip
+        return _Unexpected(
+            peer, source, tag, RNDV, bytes(payload) if copy else payload, total, send_id
+        )
 
     def _deliver(self, req: RecvRequest, peer: int, frag: _Unexpected) -> None:
         """A receive matched an RTS: copy its first fragment, then ACK (and wait for the

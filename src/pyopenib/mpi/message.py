@@ -1,0 +1,192 @@
+"""``MPI.Message``: a message taken by a matched probe (``Mprobe``/``Improbe``).
+
+The probe takes the message off ob1's unexpected queue (``Pml.improbe``), so no other
+receive or probe can match it; only ``Message.Recv``/``Irecv`` (and the lowercase forms)
+receive it, and that turns the handle into ``MESSAGE_NULL``. A probe of ``PROC_NULL``
+answers ``MESSAGE_NO_PROC``, whose receive completes at once with the ``PROC_NULL``
+status; the predefined ``MESSAGE_NO_PROC`` object itself never changes.
+"""
+
+from __future__ import annotations
+
+from .buffers import message
+from .context import current
+from .errors import ERROR_CLASSES, Exception
+from .pickling import PICKLE
+from .request import NULL_PROC_RECV, DoneOperation, PmlOperation, Request, finish_recv, wrap
+
+__all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "Message", "matched", "no_proc"]
+
+ERR_REQUEST = ERROR_CLASSES["ERR_REQUEST"][0]
+
+
+class _Matched:
+    """A matched message: the PML's unexpected fragment and the communicator it came on."""
+
+    __slots__ = ("frag", "st")
+
+    def __init__(self, frag, st):
+        self.frag = frag
+        self.st = st
+
+
+class _NoProc:
+    __slots__ = ()
+
+
+_NO_PROC = _NoProc()
+_FINTS = {None: 0, _NO_PROC: 1}  # Open MPI: MPI_Message_c2f of MESSAGE_NULL / NO_PROC
+
+
+def _mrecv_label(call, frag) -> str:
+    return f"{call}(source={frag.source}, tag={frag.tag}, {frag.total} bytes)"
+
+
+def _loads(preq, fields):
+    n = fields[3]
+    return None if n <= 0 else PICKLE.loads(memoryview(preq.data)[:n])
+
+
+class Message:
+    """A matched-message handle; ``MPI.Message(other)`` names the same message."""
+
+    __slots__ = ("_m", "__weakref__")
+
+    def __init__(self, message: Message | None = None):
+        if message is None:
+            self._m = None
+        elif isinstance(message, Message):
+            self._m = message._m
+        else:
+            raise TypeError(
+                "Argument 'message' has incorrect type (expected Message, got "
+                f"{type(message).__name__})"
+            )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self._m is other._m
+
+    def __ne__(self, other) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self._m is not other._m
+
+    __hash__ = None
+
+    def __bool__(self) -> bool:
+        return self._m is not None
+
+    def __reduce__(self):
+        if self is MESSAGE_NULL:
+            return "MESSAGE_NULL"
+        if self is MESSAGE_NO_PROC:
+            return "MESSAGE_NO_PROC"
+        if self._m is None:
+            return (Message, ())
+        if self._m is _NO_PROC:
+            return (Message, (MESSAGE_NO_PROC,))
+        raise ValueError("cannot serialize Message instance")
+
+    @property
+    def handle(self) -> int:
+        return self.py2f()
+
+    def py2f(self) -> int:
+        return _FINTS.get(self._m, id(self._m))
+
+    toint = py2f
+
+    def free(self) -> None:
+        """Do nothing (mpi4py's ``Message.free``)."""
+
+    # -- probes ---------------------------------------------------------------------------
+    @classmethod
+    def Probe(cls, comm, source=-1, tag=-1, status=None) -> Message:
+        return comm.Mprobe(source, tag, status)
+
+    @classmethod
+    def Iprobe(cls, comm, source=-1, tag=-1, status=None) -> Message | None:
+        return comm.Improbe(source, tag, status)
+
+    probe = Probe
+    iprobe = Iprobe
+
+    # -- receives -------------------------------------------------------------------------
+    def _consume(self):
+        m = self._m
+        if m is None:
+            raise Exception(ERR_REQUEST)
+        if self is not MESSAGE_NO_PROC:
+            self._m = None
+        return m
+
+    def _start(self, area, call):
+        """The PML request receiving the matched message into ``area`` (None: allocate)."""
+        m = self._consume()
+        if m is _NO_PROC:
+            return None
+        label = (_mrecv_label, call, m.frag)
+        st = m.st
+        return st.rc.pml.imrecv(m.frag, area, st.ctx, label), label
+
+    def Recv(self, buf, status=None) -> None:
+        msg = message(buf, writable=True)
+        started = self._start(msg.data, "MPI_Mrecv")
+        if started is None:
+            if status is not None:
+                status._fill(*NULL_PROC_RECV)
+            return
+        preq, label = started
+        if not preq.complete:
+            current().wait_request(preq, label)
+        msg.finish(preq.count)
+        finish_recv(preq, status)
+
+    def Irecv(self, buf) -> Request:
+        msg = message(buf, writable=True)
+        started = self._start(msg.data, "MPI_Imrecv")
+        if started is None:
+            return wrap(DoneOperation(NULL_PROC_RECV))
+        finisher = msg.finisher
+        finish = None if finisher is None else (lambda preq, fields: finisher(preq))
+        return wrap(PmlOperation(started[0], True, finish, started[1]))
+
+    def recv(self, status=None):
+        started = self._start(None, "mrecv")
+        if started is None:
+            if status is not None:
+                status._fill(*NULL_PROC_RECV)
+            return None
+        preq, label = started
+        return wrap(PmlOperation(preq, True, _loads, label)).wait(status)
+
+    def irecv(self) -> Request:
+        started = self._start(None, "imrecv")
+        if started is None:
+            return wrap(DoneOperation(NULL_PROC_RECV))
+        return wrap(PmlOperation(started[0], True, _loads, started[1]))
+
+    def __repr__(self) -> str:
+        m = self._m
+        if m is None:
+            return "<pyopenib.MPI.Message MESSAGE_NULL>"
+        if m is _NO_PROC:
+            return "<pyopenib.MPI.Message MESSAGE_NO_PROC>"
+        return f"<pyopenib.MPI.Message {_mrecv_label('matched', m.frag)}>"
+
+
+def matched(frag, st) -> Message:
+    msg = Message()
+    msg._m = _Matched(frag, st)
+    return msg
+
+
+def no_proc() -> Message:
+    return Message(MESSAGE_NO_PROC)
+
+
+MESSAGE_NULL = Message()
+MESSAGE_NO_PROC = Message()
+MESSAGE_NO_PROC._m = _NO_PROC

@@ -1,0 +1,79 @@
+"""``MPI.Pickle`` and ``MPI.pickle``: how the lowercase (object) calls serialize.
+
+mpi4py sends a Python object as the bytes of ``pickle.dumps(obj, HIGHEST_PROTOCOL)`` and
+lets a program swap the serializer (``MPI.pickle.__init__(dumps, loads, protocol)``);
+``mpi4py.util.pkl5`` uses the out-of-band form (protocol 5), where buffers at least
+``THRESHOLD`` bytes long travel as separate messages instead of inside the stream.
+"""
+
+from __future__ import annotations
+
+import pickle as _pickle
+
+__all__ = ["PICKLE", "Pickle"]
+
+DEFAULT_THRESHOLD = 1024**2 // 4
+"""mpi4py's out-of-band threshold: 0.25 MiB."""
+
+
+class Pickle:
+    """A serializer: ``dumps``/``loads`` callables, a protocol, an out-of-band threshold."""
+
+    __slots__ = ("_dumps", "_loads", "_protocol", "_threshold")
+
+    def __init__(self, dumps=None, loads=None, protocol=None, threshold=None):
+        self._dumps = _pickle.dumps if dumps is None else dumps
+        self._loads = _pickle.loads if loads is None else loads
+        if protocol is None and self._dumps is _pickle.dumps:
+            protocol = _pickle.HIGHEST_PROTOCOL
+        self._protocol = protocol
+        self._threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+
+    def dumps(self, obj) -> bytes:
+        if self._protocol is None:
+            return self._dumps(obj)
+        return self._dumps(obj, self._protocol)
+
+    def loads(self, data):
+        return self._loads(data)
+
+    def dumps_oob(self, obj) -> tuple[bytes, list[memoryview]]:
+        """The pickle stream and its out-of-band buffers (protocol 5 or higher)."""
+        protocol = max(self._protocol or _pickle.HIGHEST_PROTOCOL, 5)
+        buffers: list[memoryview] = []
+        threshold = self._threshold
+
+        def keep_out_of_band(pickled: _pickle.PickleBuffer) -> bool:
+            view = pickled.raw()
+            if view.nbytes >= threshold:
+                buffers.append(view)
+                return False
+            return True
+
+        data = self._dumps(obj, protocol, buffer_callback=keep_out_of_band)
+        return data, buffers
+
+    def loads_oob(self, data, buffers):
+        return self._loads(data, buffers=buffers)
+
+    @property
+    def PROTOCOL(self):
+        return self._protocol
+
+    @PROTOCOL.setter
+    def PROTOCOL(self, protocol) -> None:
+        if protocol is None and self._dumps is _pickle.dumps:
+            protocol = _pickle.HIGHEST_PROTOCOL
+        self._protocol = protocol
+
+    @property
+    def THRESHOLD(self) -> int:
+        return self._threshold
+
+    @THRESHOLD.setter
+    def THRESHOLD(self, threshold) -> None:
+        self._threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+
+
+PICKLE = Pickle()
+"""``MPI.pickle``: the serializer every lowercase call uses."""
