@@ -7,20 +7,22 @@ factory through ``run_job`` instead.
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
+from contextlib import contextmanager
 
 import click
 
 from ..config.commands import check_job_devices, job_settings
-from ..errors import PyopenibError, register_topics
+from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
 from ..sim import Tracer, make_simulator
-from .runner import run_job
+from .runner import EXIT_TIMEOUT, run_job
 
 __all__ = ["openib_btls", "parse_devices", "run"]
 
@@ -44,6 +46,10 @@ register_topics(
             "needs pyopenib.btl.build_job_btls"
         ),
         "run-device-choice": "give either --device ID or --devices MAP, not both",
+        "run-wall-timeout": (
+            "--wall-timeout {limit:g}: the job of {ranks} ranks ran out of real time and was "
+            "stopped (simulated time did not reach --timeout; a rank may be computing in a loop)"
+        ),
         "run-memory": (
             "-n {nprocs}: the job needs about {need} of memory ({how}), but this machine "
             "has {available} available; run fewer ranks, or lower the receive_queues "
@@ -136,6 +142,12 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     "--timeout", type=SECONDS, default=None, help="Give up after this many simulated seconds."
 )
 @click.option(
+    "--wall-timeout",
+    type=SECONDS,
+    default=None,
+    help="Give up after this many seconds of real (wall-clock) time.",
+)
+@click.option(
     "--cpu-scale", type=CPU_SCALE, default=0.0, help="Charge CPU time x F as sim time (0 = off)."
 )
 @click.option(
@@ -153,6 +165,7 @@ def run(
     trace_path,
     tag_output,
     timeout,
+    wall_timeout,
     cpu_scale,
     stats,
     program,
@@ -175,21 +188,30 @@ def run(
     tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
     try:
-        result = run_job(
-            program,
-            nprocs,
-            make_btls,
-            args,
-            sim=sim,
-            ppn=ppn,
-            tag_output=tag_output,
-            timeout=timeout,
-            cpu_scale=cpu_scale,
-        )
+        with _wall_clock_limit(wall_timeout):
+            result = run_job(
+                program,
+                nprocs,
+                make_btls,
+                args,
+                sim=sim,
+                ppn=ppn,
+                tag_output=tag_output,
+                timeout=timeout,
+                cpu_scale=cpu_scale,
+            )
     except SyntaxError as exc:
         # Python's own report (file, line, caret), without the launcher's frames
         click.echo("".join(traceback.format_exception_only(exc)).rstrip(), err=True)
         sys.exit(1)
+    except _WallClockLimit:
+        if trace_out is not None:
+            write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
+        click.echo(
+            f"pyopenib: {TOPICS['run-wall-timeout'].format(limit=wall_timeout, ranks=nprocs)}",
+            err=True,
+        )
+        sys.exit(EXIT_TIMEOUT)
     except KeyboardInterrupt:
         if trace_out is not None:
             write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
@@ -201,6 +223,30 @@ def run(
     if stats and btls:
         _print_stats(btls, result.sim_time_ps)
     sys.exit(exit_status(result.exit_code, failed))
+
+
+class _WallClockLimit(KeyboardInterrupt):
+    """``--wall-timeout`` expired. Raised by SIGALRM in whatever code runs (a rank's
+    compute loop included, which simulated time cannot stop); a KeyboardInterrupt so that
+    it ends the whole job the way Ctrl-C does."""
+
+
+@contextmanager
+def _wall_clock_limit(seconds: float | None):
+    if seconds is None:
+        yield
+        return
+
+    def expired(signum, frame):
+        raise _WallClockLimit
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def job_memory(settings, nprocs: int) -> tuple[int, str]:

@@ -174,8 +174,8 @@ class _Job:
             while True:
                 if pml.progress() == 0:
                     btl.wait_for_activity()
-        except (_JobOver, GreenletExit):
-            raise
+        except (_JobOver, GreenletExit, KeyboardInterrupt):
+            raise  # Ctrl-C stops the job, not one rank: `run` writes the trace and exits 130
         except JobAborted as exc:
             self._unless_over()
             result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
@@ -273,16 +273,31 @@ class _Installed:
         self.err = err
 
     def __enter__(self):
-        self.saved = (sys.stdout, sys.stderr, sys.argv, list(sys.path))
+        self.saved = (sys.stdout, sys.stderr, sys.argv, list(sys.path), os._exit)
         sys.stdout = Demux("stdout", self.out)
         sys.stderr = Demux("stderr", self.err)
         sys.argv = self.argv
         sys.path.insert(0, os.path.dirname(self.path))
+        os._exit = _rank_exit(os.getpid(), os._exit)
         return self
 
     def __exit__(self, *exc):
-        sys.stdout, sys.stderr, sys.argv, sys.path[:] = self.saved
+        sys.stdout, sys.stderr, sys.argv, sys.path[:], os._exit = self.saved
         return False
+
+
+class _RankExit(SystemExit):
+    """``os._exit(n)`` in a rank: that rank ends with status n, reported as mpirun does;
+    the real call would take every simulated rank and the launcher down silently."""
+
+
+def _rank_exit(job_pid: int, real_exit):
+    def _exit(code: int) -> None:
+        if os.getpid() != job_pid:
+            real_exit(code)  # a child the program forked exits for real
+        raise _RankExit(code)
+
+    return _exit
 
 
 def run_job(
