@@ -18,6 +18,8 @@ creates at most 32); the 33rd raises ``RuntimeError``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 import weakref
 
@@ -234,7 +236,94 @@ class ErrhandlerMethods:
             _fatal(obj, state, errorcode, call, self._errh_noun)
 
 
-class CommErrhandlers(ErrhandlerMethods):
+def _apply(obj, exc: Exception, call: str) -> None:
+    """Run ``obj``'s handler for an ``MPI.Exception`` one of its methods raised (once)."""
+    if exc.__dict__.get("_handled"):
+        return
+    exc._handled = True
+    try:
+        state = obj._errh_state()
+    except Exception:  # a null object: MPI applies COMM_WORLD's handler, ERRORS_RETURN here
+        return
+    handler = handler_of(state)
+    if handler.action == "user":
+        handler.fn(obj, int(exc))
+    elif handler.action in _HANDLER_NAMES:
+        _fatal(handler, state, int(exc), call, obj._errh_noun)
+
+
+def _routed(fn, name: str):
+    call = f"MPI_{name}"
+
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as exc:
+            _apply(self, exc, call)
+            raise
+
+    method.__mpi_routed__ = True
+    return method
+
+
+_routing = False  # see RoutedErrors: off until a program installs another handler
+
+
+def _route(cls: type) -> None:
+    """Wrap every public method ``cls`` has (its mixins' too) with ``_routed``."""
+    seen = set()
+    for klass in cls.__mro__:
+        if klass is object or klass is ErrhandlerMethods:
+            continue
+        for name, value in klass.__dict__.items():
+            if name in seen or name.startswith("_") or name in _NOT_ROUTED:
+                continue
+            seen.add(name)
+            if inspect.isfunction(value) and not getattr(value, "__mpi_routed__", False):
+                setattr(cls, name, _routed(value, name))
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
+
+
+class RoutedErrors(ErrhandlerMethods):
+    """Every MPI method of a subclass sends the ``MPI.Exception`` it raises through the
+    object's error handler before it propagates, as an MPI call invokes the handler of
+    the communicator (window, file) it was given: a user handler runs, a fatal one ends
+    the job, ``ERRORS_RETURN`` lets the exception through.
+
+    The wrapping costs about half a microsecond per call, so it is switched on only when
+    a program first installs a handler other than ``ERRORS_RETURN`` (until then every
+    object has ``ERRORS_RETURN``, which lets exceptions through anyway): then every
+    subclass's methods are wrapped, and so are those of classes created later. The switch
+    stays on for the process."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _routing:
+            _route(cls)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        global _routing
+        super().Set_errhandler(errhandler)
+        if errhandler._obj is not _RETURN and not _routing:
+            _routing = True
+            for cls in _subclasses(RoutedErrors):
+                _route(cls)
+
+
+_NOT_ROUTED = frozenset(ErrhandlerMethods.__dict__) | {"Set_errhandler"}
+
+
+class CommErrhandlers(RoutedErrors):
     """The error-handler methods of ``MPI.Comm`` (its state is the rank's ``CommState``)."""
 
     __slots__ = ()
@@ -243,7 +332,7 @@ class CommErrhandlers(ErrhandlerMethods):
         return self._st()
 
 
-class WinErrhandlers(ErrhandlerMethods):
+class WinErrhandlers(RoutedErrors):
     """The error-handler methods of ``MPI.Win`` (its state is the rank's window state)."""
 
     __slots__ = ()

@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from .surface import MpiClass
+
 __all__ = ["HandleObject", "MpiObject"]
 
 _IDS = itertools.count(1)
@@ -32,7 +34,7 @@ class MpiObject:
         _BY_ID[self.hid] = self
 
 
-class HandleObject:
+class HandleObject(metaclass=MpiClass):
     """Base of a handle class: subclasses set ``_kind`` (the class name mpi4py uses) and
     keep their MPI object in ``_obj``."""
 

@@ -28,7 +28,6 @@ _ERR_INFO = ERROR_CLASSES["ERR_INFO"][0]
 _ERR_INFO_KEY = ERROR_CLASSES["ERR_INFO_KEY"][0]
 _ERR_INFO_VALUE = ERROR_CLASSES["ERR_INFO_VALUE"][0]
 _ERR_INFO_NOKEY = ERROR_CLASSES["ERR_INFO_NOKEY"][0]
-_ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
 _MAX_KEY = MAX_LENGTHS["MAX_INFO_KEY"]
 _MAX_VAL = MAX_LENGTHS["MAX_INFO_VAL"]
 _THREAD_LEVELS = (
@@ -160,7 +159,7 @@ class Info(HandleObject):
     def Get_nthkey(self, n: int) -> str:
         keys = list(self._table())
         if not 0 <= n < len(keys):
-            raise Exception(_ERR_ARG)
+            raise Exception(_ERR_INFO_KEY)  # Open MPI's class for an index past the end
         return keys[n]
 
     # -- mapping protocol (mpi4py) --------------------------------------------------------

@@ -17,13 +17,14 @@ import ctypes
 import numpy as np
 
 from .buffers import BOTTOM
+from .surface import MpiClass
 
 __all__ = ["BUFFER_AUTOMATIC", "BufferAutomaticType", "MEMORY_NAMES", "buffer", "address_of"]
 
 _U8 = np.dtype(np.uint8)
 
 
-class buffer(np.ndarray):  # noqa: N801 - mpi4py's name
+class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
     """Buffer (mpi4py 4): a contiguous run of bytes exposing the buffer protocol."""
 
     def __new__(cls, *args):
@@ -117,7 +118,7 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name
 buffer.__module__ = "mpi4py.MPI"
 
 
-class BufferAutomaticType(int):
+class BufferAutomaticType(int, metaclass=MpiClass):
     """Type of ``BUFFER_AUTOMATIC`` (MPI-4.1's automatic buffering for ``Attach_buffer``;
     its address is 0, as mpi4py defines it on MPI 3.1)."""
 

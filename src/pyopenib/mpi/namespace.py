@@ -9,23 +9,32 @@ from __future__ import annotations
 
 import types
 
-from . import context, group, intercomm, p2p, topology, win
+from . import (
+    buffers,
+    context,
+    datatypes,
+    dynproc,
+    errhandler,
+    file,
+    group,
+    info,
+    intercomm,
+    p2p,
+    session,
+    topology,
+    win,
+)
 from .buffers import IN_PLACE
-from .comm import TAG_UB, Comm, Intracomm, _not_implemented
+from .comm import Comm, Intracomm
+from .constants import CONSTANTS, SUBVERSION, VERSION
 from .datatypes import DATATYPES, Datatype
-from .errors import ERR_LASTCODE, ERROR_CLASSES, Exception, error_string
+from .errors import ERR_LASTCODE, ERROR_CLASSES, ERROR_FUNCTIONS, Exception
+from .memory import MEMORY_NAMES
 from .ops import OPS, Op
 from .request import Prequest, Request
-from .status import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, Status
-from .threads import (
-    THREAD_FUNNELED,
-    THREAD_MULTIPLE,
-    THREAD_SERIALIZED,
-    THREAD_SINGLE,
-    Init_thread,
-    Is_thread_main,
-    Query_thread,
-)
+from .status import Status
+from .surface import missing_module_name
+from .threads import Init_thread, Is_thread_main, Query_thread
 
 __all__ = ["MPI4PY_VERSION", "build_mpi_module"]
 
@@ -63,26 +72,109 @@ def Finalize() -> None:
     context.current().finalized = True
 
 
+VENDOR = ("Open MPI", (4, 1, 4))
+"""The MPI library a job behaves as (``mpi4py.get_vendor``); mpi4py's tests and programs
+branch on it (``skipMPI("openmpi(<5.0.0)")``)."""
+
+
+def get_vendor() -> tuple[str, tuple[int, int, int]]:
+    """Name and version of the MPI library: Open MPI 4.1.4, which pyopenib reproduces."""
+    return VENDOR
+
+
 def Get_version() -> tuple[int, int]:
-    return (3, 1)
+    """The MPI standard version: 3.1, as Open MPI 4.1."""
+    return (VERSION, SUBVERSION)
 
 
 def Get_library_version() -> str:
-    return "pyopenib simulated Open MPI v4.1.4 (ob1 PML, openib BTL)"
+    """Open MPI's version string, naming pyopenib as the package that built it."""
+    return (
+        "Open MPI v4.1.4, package: pyopenib (Open MPI's ob1 PML and openib BTL on simulated "
+        "RDMA hardware), ident: 4.1.4, repo rev: v4.1.4, May 26, 2022"
+    )
 
 
-def Get_error_string(errorcode: int) -> str:
-    return error_string(errorcode)
+def Pcontrol(level: int) -> None:
+    """``MPI_Pcontrol``: a hook for profiling libraries; Open MPI itself ignores it."""
+    int(level)
 
 
-def Get_error_class(errorcode: int) -> int:
-    return errorcode
+def Get_hw_resource_info():
+    """``MPI_Get_hw_resource_info`` is MPI-4.1: Open MPI 4.1 lacks it, as with real mpi4py."""
+    raise NotImplementedError(
+        "mpi4py.MPI.Get_hw_resource_info is MPI-4.1; Open MPI 4.1 (MPI 3.1) does not provide it"
+    )
+
+
+def Get_abi_version() -> tuple[int, int]:
+    """MPI-5's ABI version: (-1, -1), no standard ABI (what mpi4py says on Open MPI 4.1)."""
+    return (-1, -1)
+
+
+def Get_abi_info() -> info.Info:
+    """MPI-5's ABI facts, derived as mpi4py's fallback does from the datatype sizes."""
+    return info.Info.Create(
+        {f"mpi_{name.lower()}_size": str(DATATYPES[name].Get_size()) for name in _ABI_C}
+    )
+
+
+def Get_abi_fortran_info() -> info.Info:
+    """The Fortran ABI: sizes of the default kinds and which sized types exist."""
+    items = {f"mpi_{name.lower()}_size": str(DATATYPES[name].Get_size()) for name in _ABI_F}
+    for name in _ABI_F_SIZED:
+        items[f"mpi_{name.lower()}_supported"] = "true" if DATATYPES[name] else "false"
+    return info.Info.Create(items)
+
+
+_ABI_C = ("AINT", "COUNT", "OFFSET")
+_ABI_F = ("LOGICAL", "INTEGER", "REAL", "DOUBLE_PRECISION")
+_ABI_F_SIZED = (
+    *(f"LOGICAL{n}" for n in (1, 2, 4, 8, 16)),
+    *(f"INTEGER{n}" for n in (1, 2, 4, 8, 16)),
+    *(f"REAL{n}" for n in (2, 4, 8, 16)),
+    *(f"COMPLEX{n}" for n in (4, 8, 16, 32)),
+    "DOUBLE_COMPLEX",
+)
+_HANDLE_BYTES = 8  # Open MPI's handles are pointers
+_HANDLE_CLASSES = frozenset(
+    "Comm Datatype Request Message Op Group Info Errhandler Session Win File".split()
+)
+_STATUS_BYTES = 24  # sizeof(MPI_Status) in Open MPI 4.1 on x86-64
+
+
+def _sizeof(arg) -> int:
+    """Size in bytes of the C object behind an MPI class or instance (mpi4py's helper)."""
+    cls = arg if isinstance(arg, type) else type(arg)
+    if issubclass(cls, Status):
+        return _STATUS_BYTES
+    if any(k.__name__ in _HANDLE_CLASSES and _is_ours(k) for k in cls.__mro__):
+        return _HANDLE_BYTES
+    raise TypeError("expecting an MPI type or instance")
+
+
+def _is_ours(cls: type) -> bool:
+    return cls.__module__.startswith(("pyopenib.", "mpi4py."))
+
+
+def _addressof(arg) -> int:
+    """Where the object's handle lives: the Python object stands for its memory here."""
+    _sizeof(type(arg))
+    return id(arg)
+
+
+def _handleof(arg) -> int:
+    """The integer handle of an MPI object (a status has none: its address)."""
+    if isinstance(arg, Status):
+        return id(arg)
+    _sizeof(type(arg))
+    return arg.handle
 
 
 def _module_getattr(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise _not_implemented(name)
+    raise missing_module_name(name)
 
 
 def build_mpi_module() -> types.ModuleType:
@@ -99,17 +191,34 @@ def build_mpi_module() -> types.ModuleType:
         "Finalize",
         "Get_version",
         "Get_library_version",
-        "Get_error_string",
-        "Get_error_class",
+        "get_vendor",
+        "Pcontrol",
+        "Get_hw_resource_info",
+        "Get_abi_version",
+        "Get_abi_info",
+        "Get_abi_fortran_info",
+        "_sizeof",
+        "_addressof",
+        "_handleof",
     ):
         ns[name] = globals()[name]
+    ns.update(CONSTANTS)
+    ns.update({name: code for name, (code, _) in ERROR_CLASSES.items()})
+    ns.update(ERROR_FUNCTIONS, ERR_LASTCODE=ERR_LASTCODE)
+    ns.update(info.NAMES)
+    ns.update(errhandler.NAMES)
+    ns.update(MEMORY_NAMES)
+    ns.update(session.NAMES)
     ns.update(DATATYPES)
+    ns.update(datatypes.NAMES)
+    ns.update(buffers.NAMES)
     ns.update(win.NAMES)
+    ns.update(file.NAMES)
+    ns.update(dynproc.NAMES)
     ns.update(group.NAMES)
     ns.update(topology.NAMES)
     ns.update(intercomm.NAMES)
     ns.update(OPS)
-    ns.update({name: code for name, (code, _) in ERROR_CLASSES.items()})
     ns.update(
         Comm=Comm,
         Intracomm=Intracomm,
@@ -124,18 +233,6 @@ def build_mpi_module() -> types.ModuleType:
         COMM_NULL=Intracomm(None),
         REQUEST_NULL=Request(None),
         IN_PLACE=IN_PLACE,
-        ANY_SOURCE=ANY_SOURCE,
-        ANY_TAG=ANY_TAG,
-        PROC_NULL=PROC_NULL,
-        UNDEFINED=UNDEFINED,
-        ROOT=-4,
-        TAG_UB=TAG_UB,
-        ERR_LASTCODE=ERR_LASTCODE,
-        MAX_PROCESSOR_NAME=256,
-        THREAD_SINGLE=THREAD_SINGLE,
-        THREAD_FUNNELED=THREAD_FUNNELED,
-        THREAD_SERIALIZED=THREAD_SERIALIZED,
-        THREAD_MULTIPLE=THREAD_MULTIPLE,
         Init_thread=Init_thread,
         Query_thread=Query_thread,
         Is_thread_main=Is_thread_main,
