@@ -553,7 +553,7 @@ CASES = [
         "report-trace-empty",
         ["report", "trace", "{tmp}/empty.jsonl", "-o", "{tmp}/x.json"],
         1,
-        "empty.jsonl",
+        "has no events",
     ),
     case("bench-max-size-0", [*BENCH[:3], "--max-size", "0"], 2, "--max-size"),
     case("bench-iterations-negative", [*BENCH[:5], "--iterations", "-5"], 2, "--iterations"),

@@ -95,7 +95,7 @@ def job_settings(cli_pairs=(), presets=()) -> McaContext:
     table = load_device_params(_param_files(ctx), strict=False)
     for diagnostic in table.diagnostics:
         if diagnostic.severity == "warning":
-            click.echo(f"pyopenib: warning: {diagnostic}", err=True)
+            click.echo(f"pyopenib: {diagnostic}", err=True)  # FILE:LINE: warning: ...
     table.raise_on_errors()
     return ctx
 
