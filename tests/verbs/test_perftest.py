@@ -75,9 +75,9 @@ def test_cli_bandwidth_columns_and_size_option():
     assert re.search(r"^ 4096\s+50\s+[\d.]+", result.output, re.M)
 
 
-def test_cli_unknown_device_exits_1_with_a_clear_message_and_no_traceback():
+def test_cli_unknown_device_is_a_usage_error_with_a_clear_message_and_no_traceback():
     result = CliRunner().invoke(main, ["perftest", "send_lat", "--device", "nosuch"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown device 'nosuch'" in result.output
     assert "Traceback" not in result.output
 

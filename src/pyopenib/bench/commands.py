@@ -6,11 +6,17 @@ test, the wall time apart, and optionally writes ``--json`` and ``--plot`` outpu
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.console import Console
 
+from ..config.commands import check_job_devices, job_settings
 from ..errors import PyopenibError, register_topics
-from ..report.bench_plots import write_bench_plots
+from ..hw import get_device_model
+from ..options import DEVICE_NAME
+from ..outputs import output_dir, output_file, write_reporting
+from ..report.bench_plots import plot_osu
 from ..report.bench_tables import osu_table, policy_table, wall_table
 from .osu import OSU_UNITS
 from .results import write_json
@@ -21,13 +27,14 @@ __all__ = ["bench", "parse_sizes"]
 DEFAULT_DEVICE = "mellanox-hermon"
 DEFAULT_MAX_SIZE = 1 << 20
 """OSU's default -m for latency (1 MiB)."""
+MAX_SIZE = 1 << 30
+"""The largest message size accepted: each rank of a point allocates buffers of the
+size, and a simulated transfer above 1 GiB says nothing a smaller one does not."""
 
 register_topics(
     {
         "bench-bad-sizes": "--sizes {value!r}: {reason} (expected sizes in bytes, e.g. 1,8,64,4K,1M)",
         "bench-size-choice": "give either --sizes or --max-size, not both",
-        "bench-bad-max-size": "--max-size {value}: must be at least 1 byte",
-        "bench-bad-iterations": "--iterations {value}: must be at least 1",
     }
 )
 
@@ -37,7 +44,10 @@ def _size(token: str) -> int:
     digits = token[:-1] if scale > 1 else token
     if not digits.isdigit():
         raise ValueError(f"{token!r} is not a size")
-    return int(digits) * scale
+    size = int(digits) * scale
+    if size > MAX_SIZE:
+        raise ValueError(f"{token!r} is above the largest size, {MAX_SIZE} bytes (1G)")
+    return size
 
 
 def parse_sizes(value: str) -> list[int]:
@@ -57,43 +67,93 @@ def _default_sizes(max_size: int) -> list[int]:
 
 
 @click.command("bench")
-@click.option("--device", "devices", multiple=True, metavar="ID",
-              help=f"Device model (repeatable) [{DEFAULT_DEVICE}].")  # fmt: skip
-@click.option("--credits-qp", "policies", multiple=True, type=click.Choice(POLICIES),
-              help="btl_openib_credits_qp policy (repeatable) [smallest and own].")  # fmt: skip
-@click.option("--test", "tests", multiple=True, type=click.Choice(TESTS),
-              help="Test (repeatable) [latency, bw, bibw, msgrate].")  # fmt: skip
+@click.option(
+    "--device",
+    "devices",
+    multiple=True,
+    metavar="ID",
+    type=DEVICE_NAME,
+    help=f"Device model (repeatable) [{DEFAULT_DEVICE}].",
+)
+@click.option(
+    "--credits-qp",
+    "policies",
+    multiple=True,
+    type=click.Choice(POLICIES),
+    help="btl_openib_credits_qp policy (repeatable) [btl_openib_credits_qp if "
+    "set, else smallest and own].",
+)
+@click.option(
+    "--test",
+    "tests",
+    multiple=True,
+    type=click.Choice(TESTS),
+    help="Test (repeatable) [latency, bw, bibw, msgrate].",
+)
 @click.option("--sizes", default=None, metavar="LIST", help="Message sizes, e.g. 1,8,64,4K,1M.")
-@click.option("--max-size", type=int, default=None, metavar="N",
-              help=f"Sizes 0, 1, 2, 4, ... up to N bytes [{DEFAULT_MAX_SIZE}].")  # fmt: skip
-@click.option("--iterations", type=int, default=None, metavar="N",
-              help="Timed iterations per point [latency 100, bw/bibw/msgrate 20; policy: "
-              "each scenario's own].")  # fmt: skip
-@click.option("--mca", "mca", multiple=True, type=(str, str), metavar="K V",
-              help="MCA variable for every point (repeatable).")  # fmt: skip
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1, max=MAX_SIZE),
+    default=None,
+    metavar="N",
+    help=f"Sizes 0, 1, 2, 4, ... up to N bytes [{DEFAULT_MAX_SIZE}].",
+)
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Timed iterations per point [latency 100, bw/bibw/msgrate 20; policy: "
+    "each scenario's own].",
+)
+@click.option(
+    "--mca",
+    "mca",
+    multiple=True,
+    type=(str, str),
+    metavar="K V",
+    help="MCA variable for every point (repeatable).",
+)
 @click.option("--plot", "plot_dir", default=None, metavar="DIR", help="Write PNG plots here.")
-@click.option("--json", "json_path", default=None, metavar="FILE", help="Write all results.")
-@click.option("--dask", default=None, metavar="ADDRESS|local",
-              help="Run the points on this Dask scheduler (or a local Dask cluster).")  # fmt: skip
-@click.option("--jobs", type=int, default=2, show_default=True,
-              help="Worker processes (1 = run inline).")  # fmt: skip
-def bench(devices, policies, tests, sizes, max_size, iterations, mca, plot_dir, json_path, dask,
-          jobs):  # fmt: skip
+@click.option(
+    "--json", "json_path", default=None, metavar="FILE", help="Write all results (.json)."
+)
+@click.option(
+    "--dask",
+    default=None,
+    metavar="ADDRESS|local",
+    help="Run the points on this Dask scheduler (or a local Dask cluster).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Worker processes (1 = run inline).",
+)
+def bench(
+    devices, policies, tests, sizes, max_size, iterations, mca, plot_dir, json_path, dask, jobs
+):
     """OSU-style latency / bandwidth / bi-bandwidth / message-rate tables per device and
     credits policy, in simulated time; --test policy adds the policy-cost grid."""
     devices = list(devices) or [DEFAULT_DEVICE]
-    policies = list(policies) or ["smallest", "own"]
     tests = list(tests) or ["latency", "bw", "bibw", "msgrate"]
     if sizes is not None and max_size is not None:
         raise PyopenibError("bench-size-choice")
-    if max_size is not None and max_size < 1:
-        raise PyopenibError("bench-bad-max-size", value=max_size)
-    if iterations is not None and iterations < 1:
-        raise PyopenibError("bench-bad-iterations", value=iterations)
-    size_list = parse_sizes(sizes) if sizes is not None else _default_sizes(
-        max_size or DEFAULT_MAX_SIZE)  # fmt: skip
-    preflight(devices, policies, mca)
-    points = plan_points(tests, devices, policies, size_list, iterations, mca)
+    size_list = (
+        parse_sizes(sizes) if sizes is not None else _default_sizes(max_size or DEFAULT_MAX_SIZE)
+    )
+    json_out = output_file("--json", json_path, {".json": "json"})
+    plot_out = output_dir("--plot", plot_dir)
+    ctx = job_settings(mca)
+    check_job_devices(ctx, [get_device_model(d) for d in devices])
+    if not policies and not ctx.is_default("btl_openib_credits_qp"):
+        policies = [ctx.get("btl_openib_credits_qp")]
+    policies = list(policies) or ["smallest", "own"]
+    # every point sets its own policy; the rest travels to the workers as --mca pairs
+    pairs = [(k, v) for k, v in ctx.explicit_pairs() if k != "btl_openib_credits_qp"]
+    preflight(devices, policies, pairs)
+    points = plan_points(tests, devices, policies, size_list, iterations, pairs)
     where = f"Dask ({dask})" if dask else ("inline" if jobs == 1 else f"{jobs} processes")
     click.echo(f"pyopenib bench: {len(points)} points on {where}", err=True)
     results = run_sweep(points, jobs=jobs, dask=dask)
@@ -106,12 +166,34 @@ def bench(devices, policies, tests, sizes, max_size, iterations, mca, plot_dir, 
         else:
             console.print(osu_table(test, figs, OSU_UNITS[test]))
     console.print(wall_table(results))
-    if json_path:
-        settings = {"devices": devices, "policies": policies, "tests": tests,
-                    "sizes": size_list, "iterations": iterations,
-                    "mca": [list(kv) for kv in mca]}  # fmt: skip
-        write_json(json_path, settings, results)
-        click.echo(f"results: {json_path}", err=True)
-    if plot_dir:
-        for path in write_bench_plots(plot_dir, by_test, OSU_UNITS):
-            click.echo(f"plot: {path}", err=True)
+    failed = None
+    if json_out is not None:
+        settings = {
+            "devices": devices,
+            "policies": policies,
+            "tests": tests,
+            "sizes": size_list,
+            "iterations": iterations,
+            "mca": [list(kv) for kv in pairs],
+        }
+        failed = write_reporting(json_out, lambda tmp: write_json(tmp, settings, results))
+        if failed is None:
+            click.echo(f"results: {json_out.path}", err=True)
+    if plot_out is not None:
+        for test, figs in by_test.items():
+            if test == "policy" or not figs:
+                continue
+            try:
+                out = plot_out.file(f"{test}.png", {".png": "png"})
+            except PyopenibError as exc:
+                click.echo(f"pyopenib: {exc}", err=True)
+                failed = failed or exc
+                break
+            error = write_reporting(
+                out, lambda tmp, t=test, f=figs: plot_osu(t, f, OSU_UNITS[t], tmp)
+            )
+            if error is None:
+                click.echo(f"plot: {out.path}", err=True)
+            failed = failed or error
+    if failed is not None:
+        sys.exit(failed.exit_code)

@@ -37,7 +37,8 @@ def device_ids(device: str, path: str | Path | None = None) -> tuple[int, int, s
     for name, table in models.items():
         names = [name, str(table.get("name", name)), *_as_list(table.get("aliases", []))]
         if wanted in (n.lower() for n in names):
-            return _first(table["vendor_id"]), _first(table["vendor_part_ids"]), name
+            ids = [_pci_id(path, name, key, table[key]) for key in ("vendor_id", "vendor_part_ids")]
+            return ids[0], ids[1], name
     raise PyopenibError(
         "ini-unknown-device", device=device, path=path, known=", ".join(sorted(models)) or "none"
     )
@@ -58,5 +59,10 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _first(value) -> int:
-    return int(_as_list(value)[0])
+def _pci_id(path: str, model: str, key: str, value) -> int:
+    """The first id of ``key``: a PCI id is an integer from 0 to 0xffffffff."""
+    items = _as_list(value)
+    first = items[0] if items else None
+    if isinstance(first, bool) or not isinstance(first, int) or not 0 <= first < 2**32:
+        raise PyopenibError("ini-devices-file-bad-id", path=path, model=model, key=key, value=value)
+    return first

@@ -115,6 +115,10 @@ TOPICS = {
         "--device {device!r} needs the device models file {path}, which cannot be read "
         "({reason}); give --vendor-id and --part-id instead"
     ),
+    "ini-devices-file-bad-id": (
+        "{path}: device model {model!r}: {key} = {value!r} is not a PCI id (an integer from "
+        "0 to 0xffffffff)"
+    ),
     # effective settings
     "peer-queues-differ": (
         "receive_queues differ between the peers, so they cannot connect "

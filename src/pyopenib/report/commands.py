@@ -12,6 +12,8 @@ from pathlib import Path
 import click
 
 from ..errors import PyopenibError, register_topics
+from ..options import FiniteFloat
+from ..outputs import OutputFile
 from .jsonl import read_jsonl
 from .perfetto import write_perfetto
 from .sequence import write_sequence_diagram
@@ -38,7 +40,7 @@ def report():
               default=None, help="Output format (default: from the -o extension).")  # fmt: skip
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output file.")  # fmt: skip
-@click.option("--window-us", nargs=2, type=float, default=None, metavar="START END",
+@click.option("--window-us", nargs=2, type=FiniteFloat(0.0), default=None, metavar="START END",
               help="Only this window of simulated time (us): the stretch drawn, or the events "
               "exported to Perfetto; default: the whole trace for Perfetto, the events "
               "before the first failure for a diagram.")  # fmt: skip
@@ -54,6 +56,11 @@ def trace(trace_file, fmt, output, window_us, last):
     fmt = fmt or _BY_SUFFIX.get(Path(output).suffix.lower())
     if fmt is None:
         raise PyopenibError("report-format-unknown", path=output)
+    if window_us is not None and window_us[0] >= window_us[1]:
+        raise click.BadParameter(
+            f"START {window_us[0]:g} must be before END {window_us[1]:g}", param_hint="--window-us"
+        )
+    out = OutputFile.check("-o", output, {Path(output).suffix.lower(): fmt})
     events = read_jsonl(trace_file)
     if not events:
         raise PyopenibError("report-trace-empty", path=trace_file)
@@ -63,8 +70,8 @@ def trace(trace_file, fmt, output, window_us, last):
     if fmt == "perfetto":
         if window is not None:
             events = [events[i] for i in in_window(events, window)]
-        write_perfetto(events, output)
+        out.write(lambda tmp: write_perfetto(events, tmp))
         click.echo(f"wrote {output}: {len(events)} events; open it in https://ui.perfetto.dev")
     else:
-        write_sequence_diagram(events, output, window, last, fmt=fmt)
+        out.write(lambda tmp: write_sequence_diagram(events, tmp, window, last, fmt=fmt))
         click.echo(f"wrote {output}")

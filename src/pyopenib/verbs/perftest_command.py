@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from ..hw.device_model import get_device_model
+from ..options import DEVICE_NAME
 from .perftest import ALL_SIZES, DEF_ITERS, TESTS, run_perftest
 
 __all__ = ["perftest", "format_report"]
@@ -79,11 +80,23 @@ def format_report(setup, rows) -> str:
 
 @click.command()
 @click.argument("test", type=click.Choice(TESTS))
-@click.option("--device", "device", required=True, help="Device model id or alias (both hosts).")
+@click.option(
+    "--device",
+    "device",
+    type=DEVICE_NAME,
+    required=True,
+    help="Device model id or alias (both hosts).",
+)
 @click.option("-s", "--size", type=int, default=None, help="Message size in bytes.")
 @click.option("-n", "--iters", type=int, default=DEF_ITERS, show_default=True)
 @click.option("-a", "--all", "all_sizes", is_flag=True, help="Sizes 2 .. 2^23 (powers of two).")
-@click.option("-t", "--tx-depth", type=int, default=None, help="Outstanding sends (bw: 128).")
+@click.option(
+    "-t",
+    "--tx-depth",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Outstanding sends (bw: 128; at most the device's max_qp_wr).",
+)
 @click.option(
     "-Q",
     "--cq-mod",
@@ -91,7 +104,13 @@ def format_report(setup, rows) -> str:
     default=None,
     help="Bandwidth tests: one signalled send per N (default 100; 1 above 8 KiB without -a).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=2**63 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of the random oracle (with --random-timing).",
+)
 @click.option("--random-timing", is_flag=True, help="Draw durations inside the intervals.")
 def perftest(test, device, size, iters, all_sizes, tx_depth, cq_mod, seed, random_timing):
     """perftest (ib_send_lat, ib_send_bw, ...) between two simulated hosts through a switch.
