@@ -89,14 +89,19 @@ class Workers:
             raise PyopenibError("workers-dask-missing", reason=str(exc)) from None
         try:
             if self.dask == "local":
-                self._cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
-                                             processes=True, dashboard_address=None)  # fmt: skip
+                self._cluster = LocalCluster(
+                    n_workers=self.jobs,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
                 self._client = Client(self._cluster)
             else:
                 self._client = Client(self.dask, timeout="10s")
         except (OSError, TimeoutError) as exc:
-            raise PyopenibError("workers-dask-connect", address=self.dask,
-                                reason=str(exc)) from None  # fmt: skip
+            raise PyopenibError(
+                "workers-dask-connect", address=self.dask, reason=str(exc)
+            ) from None
 
 
 def _ignore_sigint() -> None:

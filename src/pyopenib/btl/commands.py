@@ -87,8 +87,13 @@ def _summary(result, console: Console, title: str) -> None:
     for col in ("QP", "fragments", "bytes", "explicit credit msgs sent on it", "piggybacked"):
         table.add_column(col, justify="right")
     for q in sorted(result.frags_per_qp):
-        table.add_row(str(q), str(result.frags_per_qp[q]), str(result.bytes_per_qp[q]),
-                      str(result.credit_msgs_per_qp[q]), str(result.piggybacked_per_qp[q]))  # fmt: skip
+        table.add_row(
+            str(q),
+            str(result.frags_per_qp[q]),
+            str(result.bytes_per_qp[q]),
+            str(result.credit_msgs_per_qp[q]),
+            str(result.piggybacked_per_qp[q]),
+        )
     console.print(table)
     outcome = "completed" if result.completed else ("FAILED" if result.failure else "HUNG")
     console.print(
@@ -103,12 +108,22 @@ def race_excerpt(result, before: int = 8) -> list[str]:
     if result.tracer is None:
         return []
     events = result.tracer.events
-    fail_idx = next((i for i, e in enumerate(events) if e[2] in ("terminate_sent",
-                     "rnr_nak_sent", "fatal")), None)  # fmt: skip
+    fail_idx = next(
+        (i for i, e in enumerate(events) if e[2] in ("terminate_sent", "rnr_nak_sent", "fatal")),
+        None,
+    )
     if fail_idx is None:
         return []
-    interesting = ("credit_msg", "post_rr", "recv_usable", "terminate_sent", "rnr_nak_sent",
-                   "credits_in", "terminate_received", "qp_error")  # fmt: skip
+    interesting = (
+        "credit_msg",
+        "post_rr",
+        "recv_usable",
+        "terminate_sent",
+        "rnr_nak_sent",
+        "credits_in",
+        "terminate_received",
+        "qp_error",
+    )
     picked = [e for e in events[: fail_idx + 1] if e[2] in interesting]
     lines = []
     for t, layer, kind, actor, fields in picked[-before:] + [
@@ -219,15 +234,19 @@ def demo():
         out = OutputDir.check("demo output", "out")
         for name in ("t3-race.png", "t3-race-perfetto.json"):
             out.file(name, TRACE_SUFFIXES).write(lambda tmp: write_trace(bad.tracer.events, tmp))
-        console.print("sequence diagram of the race: out/t3-race.png; whole run for "
-                      "ui.perfetto.dev: out/t3-race-perfetto.json")  # fmt: skip
+        console.print(
+            "sequence diagram of the race: out/t3-race.png; whole run for "
+            "ui.perfetto.dev: out/t3-race-perfetto.json"
+        )
     console.rule("[bold]2. The fix: credits of QP X travel on QP X (own)")
     good = run_scenario("bibw", device="chelsio-t3", credits_qp="own", trace=False)
     _summary(good, console, "credits_qp own")
     console.rule("[bold]3. ConnectX (separate SQ/RQ engines): a timing window, not a rule")
     for policy in ("smallest", "own"):
         r = run_scenario("bibw", device="connectx", credits_qp=policy, trace=False)
-        console.print(f"connectx, {policy}: {'completed' if r.completed else 'FAILED'} in "
-                      f"{r.sim_time_ps / 1e6:.1f} us simulated")  # fmt: skip
+        console.print(
+            f"connectx, {policy}: {'completed' if r.completed else 'FAILED'} in "
+            f"{r.sim_time_ps / 1e6:.1f} us simulated"
+        )
     if bad.failure is None or not good.completed:
         sys.exit(1)

@@ -49,13 +49,27 @@ def _shrink_iterations(passes, iterations: int) -> int:
 )
 @click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None)
 @click.option("--mca", nargs=2, multiple=True, metavar="K V")
-@click.option("--iterations", type=click.IntRange(min=1), default=40, show_default=True,
-              help="Fragments per sending rank.")  # fmt: skip
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    help="Fragments per sending rank.",
+)
 @click.option("--exhaustive", is_flag=True, help="Enumerate executions instead of sampling.")
-@click.option("--deviations", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Exhaustive: choice points that may leave nominal timing per execution.")  # fmt: skip
-@click.option("--labels", default=",".join(sorted(RACE_LABELS)), show_default=True,
-              help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one).")  # fmt: skip
+@click.option(
+    "--deviations",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Exhaustive: choice points that may leave nominal timing per execution.",
+)
+@click.option(
+    "--labels",
+    default=",".join(sorted(RACE_LABELS)),
+    show_default=True,
+    help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one).",
+)
 @click.option("--max-executions", type=click.IntRange(min=1), default=20_000, show_default=True)
 @click.option(
     "--runs",
@@ -71,14 +85,42 @@ def _shrink_iterations(passes, iterations: int) -> int:
     show_default=True,
     help="Random: first seed.",
 )
-@click.option("--trace", "trace_file", default=None,
-              help="Write the counterexample's trace (.jsonl, .json, .png, .svg, .pdf).")  # fmt: skip
-@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Worker processes (1 = inline); with --dask local, Dask workers.")  # fmt: skip
-@click.option("--dask", default=None, metavar="ADDRESS|local",
-              help="Run the executions on this Dask scheduler (or a local Dask cluster).")  # fmt: skip
-def check(name, device, peer_device, credits_qp, mca, iterations, exhaustive, deviations,
-          labels, max_executions, runs, seed, trace_file, jobs, dask):  # fmt: skip
+@click.option(
+    "--trace",
+    "trace_file",
+    default=None,
+    help="Write the counterexample's trace (.jsonl, .json, .png, .svg, .pdf).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Worker processes (1 = inline); with --dask local, Dask workers.",
+)
+@click.option(
+    "--dask",
+    default=None,
+    metavar="ADDRESS|local",
+    help="Run the executions on this Dask scheduler (or a local Dask cluster).",
+)
+def check(
+    name,
+    device,
+    peer_device,
+    credits_qp,
+    mca,
+    iterations,
+    exhaustive,
+    deviations,
+    labels,
+    max_executions,
+    runs,
+    seed,
+    trace_file,
+    jobs,
+    dask,
+):
     """Explore orderings of a scenario: find a counterexample or report the coverage.
 
     Unless btl_openib_receive_queues is given, scenarios here use small per-peer queues

@@ -116,8 +116,10 @@ class EffectiveSettings:
             sizes = qp_inline_sizes(self.receive_queues, self.max_inline_data)
             return ":".join(str(n) for n in sizes)
         last = len(self.receive_queues) - 1
-        return ":".join(f"min({q.size},max)" if i in (0, last) else f"{q.size} if <= max else 0"
-                        for i, q in enumerate(self.receive_queues))  # fmt: skip
+        return ":".join(
+            f"min({q.size},max)" if i in (0, last) else f"{q.size} if <= max else 0"
+            for i, q in enumerate(self.receive_queues)
+        )
 
 
 _QP_INLINE_ORIGIN = (
@@ -203,8 +205,17 @@ def effective_settings(
             value=rq_string,
         )
 
-    def layered(setting, mca_name, mca_wins, mca_value, ini_key, convert, default,
-                ini_note="", default_note=""):  # fmt: skip
+    def layered(
+        setting,
+        mca_name,
+        mca_wins,
+        mca_value,
+        ini_key,
+        convert,
+        default,
+        ini_note="",
+        default_note="",
+    ):
         """Open MPI's precedence for a device setting: an MCA value that applies, else
         the device's INI value (``[default]`` included), else the built-in default."""
         if mca_wins:
@@ -219,21 +230,40 @@ def effective_settings(
 
     mtu_code = ctx.get("btl_openib_mtu")
     mtu_set = isinstance(mtu_code, int) and mtu_code > 0
-    mtu = layered("mtu", "btl_openib_mtu", mtu_set, 128 << mtu_code if mtu_set else 0, "mtu",
-                  int, 1024)  # fmt: skip
+    mtu = layered(
+        "mtu", "btl_openib_mtu", mtu_set, 128 << mtu_code if mtu_set else 0, "mtu", int, 1024
+    )
     eager_mca = ctx.get("btl_openib_use_eager_rdma")
-    use_eager_rdma = layered("use_eager_rdma", "btl_openib_use_eager_rdma", eager_mca >= 0,
-                             eager_mca > 0, "use_eager_rdma", bool, False)  # fmt: skip
+    use_eager_rdma = layered(
+        "use_eager_rdma",
+        "btl_openib_use_eager_rdma",
+        eager_mca >= 0,
+        eager_mca > 0,
+        "use_eager_rdma",
+        bool,
+        False,
+    )
     max_inline_data = layered(
-        "max_inline_data", "btl_openib_max_inline_data",
+        "max_inline_data",
+        "btl_openib_max_inline_data",
         not ctx.is_default("btl_openib_max_inline_data"),
-        ctx.get("btl_openib_max_inline_data"), "max_inline_data", int, 0,
-    )  # fmt: skip
+        ctx.get("btl_openib_max_inline_data"),
+        "max_inline_data",
+        int,
+        0,
+    )
     requested = ctx.get("btl_openib_credits_qp")
-    policy = layered("credits_policy", "btl_openib_credits_qp", requested != "auto", requested,
-                     "credits_on_own_qp", lambda own: "own" if own else "smallest", "smallest",
-                     " (btl_openib_credits_qp = auto)",
-                     " (auto and no INI credits_on_own_qp)")  # fmt: skip
+    policy = layered(
+        "credits_policy",
+        "btl_openib_credits_qp",
+        requested != "auto",
+        requested,
+        "credits_on_own_qp",
+        lambda own: "own" if own else "smallest",
+        "smallest",
+        " (btl_openib_credits_qp = auto)",
+        " (auto and no INI credits_on_own_qp)",
+    )
     origins["credits_qp"] = "first P queue of receive_queues (last queue if none)"
 
     ignore = device.ignore_device is not None and bool(device.ignore_device.value)

@@ -36,14 +36,24 @@ def report():
 
 @report.command("trace")
 @click.argument("trace_file", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["perfetto", "svg", "png", "pdf"]),
-              default=None, help="Output format (default: from the -o extension).")  # fmt: skip
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output file.")  # fmt: skip
-@click.option("--window-us", nargs=2, type=FiniteFloat(0.0), default=None, metavar="START END",
-              help="Only this window of simulated time (us): the stretch drawn, or the events "
-              "exported to Perfetto; default: the whole trace for Perfetto, the events "
-              "before the first failure for a diagram.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["perfetto", "svg", "png", "pdf"]),
+    default=None,
+    help="Output format (default: from the -o extension).",
+)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output file.")
+@click.option(
+    "--window-us",
+    nargs=2,
+    type=FiniteFloat(0.0),
+    default=None,
+    metavar="START END",
+    help="Only this window of simulated time (us): the stretch drawn, or the events "
+    "exported to Perfetto; default: the whole trace for Perfetto, the events "
+    "before the first failure for a diagram.",
+)
 @click.option(
     "--last",
     type=click.IntRange(min=1),
