@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["kernel", "policy_cost", "mpi_pingpong", "alltoall"]
+BENCHMARKS = ["kernel", "policy_cost", "mpi_pingpong", "alltoall", "mpi4py_suite"]
 
 HERE = Path(__file__).resolve().parent
 
