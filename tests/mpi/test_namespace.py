@@ -3,6 +3,9 @@ attributes, as real mpi4py 4.1.2 on Open MPI 4.1.4 shows them under ``mpirun``."
 
 import io
 import json
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -10,7 +13,7 @@ import pytest
 from pyopenib.mpi import run_job
 
 from .loopback_btl import make_loopback_btls
-from .test_mpi_differential import PROGRAMS, _real_output
+from .test_mpi_differential import PROGRAMS, _real_output, _reference_missing
 
 SURFACE = PROGRAMS / "namespace_surface.py"
 
@@ -31,8 +34,7 @@ KNOWN_MISSING = {
     "_comm_lock_table",
     "_commctx_intra",
     "_commctx_inter",
-    # mpi4py internals: its keyval table and mpi4py.run's abort status (H1)
-    "_keyval_registry",
+    # mpi4py.run's abort status (H1)
     "_set_abort_status",
 }
 # Names pyopenib exports that real mpi4py 4.1.2 does not (Open MPI's own split types, H4).
@@ -234,3 +236,21 @@ def test_buffer_exports_the_buffer_protocol_and_mpi4py_s_attributes(tmp_path):
     )
     assert result.exit_code == 0, err
     assert out.splitlines() == ["8 7 buffer True", "True True"]
+
+
+def test_finalize_deletes_comm_self_attributes_first_and_a_second_finalize_aborts():
+    program = PROGRAMS / "finalize_self_attrs.py"
+    missing = _reference_missing()
+    if missing:
+        pytest.skip(missing)
+    cmd = ["mpirun", "--oversubscribe", "-n", "1", sys.executable, str(program)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    env = dict(os.environ, OMPI_MCA_btl="self,vader")
+    real = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    out, err = io.StringIO(), io.StringIO()
+    result = run_job(str(program), 1, make_loopback_btls, stdout=out, stderr=err)
+    assert out.getvalue().splitlines() == real.stdout.splitlines()
+    assert out.getvalue().splitlines() == ["cleanup library state True False", "finalized True"]
+    assert (result.exit_code, real.returncode) == (1, 1)
+    assert "MPI_Finalize() function was called after MPI_FINALIZE was invoked" in err.getvalue()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import sys
 import traceback
 import weakref
+from collections.abc import Mapping
 
 from . import context
 from .constants import (
@@ -47,6 +48,7 @@ __all__ = [
     "Attributes",
     "CommAttributes",
     "DatatypeAttributes",
+    "KeyvalRegistry",
     "KeyvalTable",
     "WinAttributes",
     "attributes_of",
@@ -133,6 +135,28 @@ def keyvals() -> KeyvalTable:
     if table is None:
         table = _TABLES[rc] = KeyvalTable()
     return table
+
+
+class KeyvalRegistry(Mapping):
+    """``MPI._keyval_registry``: the calling rank's live keyvals of each kind (``Comm``,
+    ``Datatype``, ``Win``), keyval -> its state (``copy_fn``, ``delete_fn``, ``nopython``),
+    as mpi4py keeps them."""
+
+    _KINDS = ("Datatype", "Comm", "Win")
+
+    def __getitem__(self, kind: str) -> dict[int, Keyval]:
+        if kind not in self._KINDS:
+            raise KeyError(kind)
+        return {k: kv for k, kv in keyvals().keyvals.items() if kv.kind == kind}
+
+    def __iter__(self):
+        return iter(self._KINDS)
+
+    def __len__(self) -> int:
+        return len(self._KINDS)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def _callback_failed(exc: BaseException) -> Exception:

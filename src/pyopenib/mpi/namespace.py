@@ -7,8 +7,10 @@ the calling rank up (``context.current``). Any name outside pyopenib's subset ra
 
 from __future__ import annotations
 
+import sys
 import types
 
+from ..errors import TOPICS, register_topics
 from . import (
     buffers,
     context,
@@ -24,6 +26,7 @@ from . import (
     topology,
     win,
 )
+from .attributes import KeyvalRegistry, comm_attributes, delete_attributes
 from .buffers import IN_PLACE
 from .comm import Comm, Intracomm
 from .constants import CONSTANTS, SUBVERSION, VERSION
@@ -69,7 +72,26 @@ def Init() -> None:
 
 
 def Finalize() -> None:
-    context.current().finalized = True
+    """Finalize MPI. As the standard asks, the attributes of ``COMM_SELF`` are deleted
+    first, so their ``delete_fn`` callbacks run while MPI still works (libraries hang
+    clean-up on them). A second call ends the rank as Open MPI does (exit status 1)."""
+    rc = context.current()
+    if rc.finalized:
+        sys.stderr.write(TOPICS["mpi-called-after-finalize"].format(call="MPI_Finalize") + "\n")
+        raise SystemExit(1)
+    delete_attributes(Intracomm("self_comm"), comm_attributes(rc.self_comm))
+    rc.finalized = True
+
+
+register_topics(
+    {
+        "mpi-called-after-finalize": (
+            "*** The {call}() function was called after MPI_FINALIZE was invoked.\n"
+            "*** This is disallowed by the MPI standard.\n"
+            "*** Your MPI job will now abort."
+        )
+    }
+)
 
 
 VENDOR = ("Open MPI", (4, 1, 4))
@@ -208,7 +230,7 @@ def build_mpi_module() -> types.ModuleType:
     ns.update(info.NAMES)
     ns.update(errhandler.NAMES)
     ns.update(MEMORY_NAMES)
-    ns.update(session.NAMES)
+    ns.update(session.NAMES, _keyval_registry=KeyvalRegistry())
     ns.update(DATATYPES)
     ns.update(datatypes.NAMES)
     ns.update(buffers.NAMES)
