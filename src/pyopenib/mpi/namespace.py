@@ -202,6 +202,7 @@ def _module_getattr(name: str):
 def build_mpi_module() -> types.ModuleType:
     """A fresh ``mpi4py.MPI`` module object for one job (``package`` builds the rest)."""
     mpi = types.ModuleType("mpi4py.MPI", "pyopenib's mpi4py-compatible MPI namespace.")
+    mpi.__file__ = __file__  # real mpi4py's is its extension module; ours is this source
     ns = mpi.__dict__
     for name in (
         "Wtime",
