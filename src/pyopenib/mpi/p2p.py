@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from . import bsend
+from . import bsend, comm_locks
 from .buffers import message
 from .context import current
 from .errors import ERROR_CLASSES, Exception
@@ -562,5 +562,6 @@ NAMES = {
     "Detach_buffer": bsend.Detach_buffer,
     "Pickle": Pickle,
     "pickle": PICKLE,
+    **comm_locks.NAMES,
 }
 """The point-to-point names of the ``MPI`` module."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pickle as _pickle
 
+from .memory import buffer
+
 __all__ = ["PICKLE", "Pickle"]
 
 DEFAULT_THRESHOLD = 1024**2 // 4
@@ -37,16 +39,16 @@ class Pickle:
     def loads(self, data):
         return self._loads(data)
 
-    def dumps_oob(self, obj) -> tuple[bytes, list[memoryview]]:
+    def dumps_oob(self, obj) -> tuple[bytes, list[buffer]]:
         """The pickle stream and its out-of-band buffers (protocol 5 or higher)."""
         protocol = max(self._protocol or _pickle.HIGHEST_PROTOCOL, 5)
-        buffers: list[memoryview] = []
+        buffers: list[buffer] = []
         threshold = self._threshold
 
         def keep_out_of_band(pickled: _pickle.PickleBuffer) -> bool:
             view = pickled.raw()
             if view.nbytes >= threshold:
-                buffers.append(view)
+                buffers.append(buffer.frombuffer(view, readonly=view.readonly))
                 return False
             return True
 
