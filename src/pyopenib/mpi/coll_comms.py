@@ -17,17 +17,22 @@ socket; each rank has its own core, so the types below that give one-rank commun
 
 from __future__ import annotations
 
+import sys
+import weakref
+
 import numpy as np
 
 from . import collectives as coll
 from .attributes import comm_attributes, copy_attributes, delete_attributes
-from .coll_engine import Channel, Schedule, finish, run
+from .coll_engine import Channel, run
 from .coll_inter import local_channel
+from .context import current as current_context
 from .errhandler import inherit
 from .errors import ERROR_CLASSES, Exception
 from .group import CONGRUENT, IDENT, UNEQUAL, Group, GroupHandle, compare_members
-from .request import Request
-from .status import UNDEFINED
+from .request import DoneOperation
+from .request import wrap as request_of
+from .status import UNDEFINED, empty_fields
 
 __all__ = [
     "COMM_TYPES",
@@ -35,7 +40,7 @@ __all__ = [
     "CommState",
     "IntraConstructors",
     "new_cid",
-    "wrap",
+    "comm_object",
 ]
 
 _ERR_COMM = ERROR_CLASSES["ERR_COMM"][0]
@@ -96,6 +101,7 @@ class CommState:
         "info",
         "coll_seq",
         "ghandle",
+        "fint",
         "__weakref__",
     )
 
@@ -116,6 +122,7 @@ class CommState:
         self.info = None
         self.coll_seq = 0
         self.ghandle = None
+        self.fint = 0  # its integer handle (``toint``), given on first request
 
     def group_handle(self) -> GroupHandle:
         if self.ghandle is None:
@@ -137,7 +144,7 @@ def new_cid(ch: Channel):
     return cid
 
 
-def wrap(cls_or_kind, state):
+def comm_object(cls_or_kind, state):
     """The Python communicator object of ``state``: ``Intracomm``/``Intercomm``/a
     topology class (imported here: the classes live in modules that import this one)."""
     from .comm import Intracomm
@@ -162,6 +169,56 @@ class CommConstructors:
     """What every communicator (intra or inter) can be asked to build or report."""
 
     __slots__ = ()
+
+    # -- integer handles and pickling ---------------------------------------------------
+    def toint(self) -> int:
+        """Open MPI's Fortran handle numbers: COMM_WORLD 0, COMM_SELF 1, COMM_NULL 2, and
+        3, 4, ... for the rank's communicators in the order their handle is asked for."""
+        s = self._s
+        if s is None or isinstance(s, str):
+            return _PREDEFINED_FINTS[s]
+        if not s.fint:
+            table = _handle_table(s.rc)
+            s.fint = len(table) + 3
+            table.append(weakref.ref(s))
+        return s.fint
+
+    def py2f(self) -> int:
+        return self.toint()
+
+    @property
+    def handle(self) -> int:
+        return self.toint()
+
+    @classmethod
+    def fromint(cls, arg: int):
+        """The communicator of handle ``arg``, as the class its kind calls for."""
+        from .comm import Intracomm
+
+        arg = int(arg)
+        for name, fint in _PREDEFINED_FINTS.items():
+            if fint == arg:
+                return Intracomm(name) if name is not None else cls(None)
+        table = _handle_table(current_context())
+        state = table[arg - 3]() if 3 <= arg < len(table) + 3 else None
+        if state is None or state.freed:
+            raise Exception(_ERR_COMM)
+        return comm_object(None, state)
+
+    f2py = fromint
+    fromhandle = fromint
+
+    def __reduce__(self):
+        """Predefined communicators pickle by name (and unpickle as the constant); any
+        other cannot be serialized, as in mpi4py."""
+        s = self._s
+        if s is None or isinstance(s, str):
+            name = _PREDEFINED_NAMES[s]
+            const = getattr(sys.modules["mpi4py.MPI"], name)
+            if self is const:
+                return (_predefined_comm, (name,))
+            return (type(self), (const,))
+        raise ValueError(f"cannot serialize 'mpi4py.MPI.{type(self).__name__}' instance")
 
     # -- group and comparison -----------------------------------------------------------
     def Get_group(self) -> Group:
@@ -277,9 +334,7 @@ class CommConstructors:
         the returned request is complete. A program that posts MPI_Comm_idup and then
         waits for a peer that has not yet called it would block here; real Open MPI
         agrees in the background."""
-        comm = self.Dup(info)
-        done = _completed_schedule(self._st())
-        return comm, Request(done, "coll", finish, done.label)
+        return self.Dup(info), request_of(DoneOperation(empty_fields()))
 
     def Idup_with_info(self, info):
         return self.Idup(info)
@@ -299,8 +354,8 @@ class CommConstructors:
         cid = self._agree_cid(st, "MPI_Comm_create")
         me = st.group[st.rank]
         if me not in group._h:
-            return wrap("intra", None)
-        return wrap("intra", CommState(cid, list(members), group._h.rank_of(me), st.rc))
+            return comm_object("intra", None)
+        return comm_object("intra", CommState(cid, list(members), group._h.rank_of(me), st.rc))
 
     def Split(self, color: int = 0, key: int = 0):
         st = self._st()
@@ -311,12 +366,14 @@ class CommConstructors:
         pairs = [tuple(int(x) for x in b.view(np.int64)) for b in infos]
         cid = run(ch, new_cid(ch))
         if color == UNDEFINED:
-            return wrap("intra", None)
+            return comm_object("intra", None)
         if color < 0:
             raise Exception(_ERR_ARG)
         members = sorted((k, r) for r, (c, k) in enumerate(pairs) if c == color)
         ranks = [st.group[r] for _, r in members]
-        return wrap("intra", CommState(cid, ranks, [r for _, r in members].index(st.rank), st.rc))
+        return comm_object(
+            "intra", CommState(cid, ranks, [r for _, r in members].index(st.rank), st.rc)
+        )
 
     def Split_type(self, split_type: int, key: int = 0, info=None):
         st = self._st()
@@ -365,6 +422,24 @@ class CommConstructors:
         return split_inter(self, st, color, key)
 
 
+_PREDEFINED_FINTS = {"world": 0, "self_comm": 1, None: 2}
+_PREDEFINED_NAMES = {"world": "COMM_WORLD", "self_comm": "COMM_SELF", None: "COMM_NULL"}
+_HANDLE_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _handle_table(rc) -> list:
+    """One rank's communicators by integer handle (weak: a freed one is gone)."""
+    table = _HANDLE_TABLES.get(rc)
+    if table is None:
+        table = _HANDLE_TABLES[rc] = []
+    return table
+
+
+def _predefined_comm(name: str):
+    """Unpickle a predefined communicator: the job's ``mpi4py.MPI`` constant itself."""
+    return getattr(sys.modules["mpi4py.MPI"], name)
+
+
 def _job_contexts(rc):
     """Every rank's context in the job (to place ranks on nodes by hostname)."""
     return rc.job.contexts
@@ -383,14 +458,6 @@ def _inter_cid(ch: Channel, st, ids: int):
     cid = max(cid, int(np.asarray(other).view(np.int64)[0]))
     st.rc.next_cid = max(st.rc.next_cid, cid + ids)
     return cid
-
-
-def _completed_schedule(st) -> Schedule:
-    def nothing():
-        return
-        yield
-
-    return Schedule(st.rc.pml, nothing(), "MPI_Comm_idup")
 
 
 class IntraConstructors:
@@ -413,7 +480,7 @@ class IntraConstructors:
         label = "MPI_Comm_create_group"
         ch = Channel(st.rc, members, rank, st.coll_ctx, _GROUP_TAG_BASE + tag, label)
         cid = run(ch, new_cid(ch))
-        return wrap("intra", CommState(cid, members, group._h.rank_of(me), st.rc))
+        return comm_object("intra", CommState(cid, members, group._h.rank_of(me), st.rc))
 
     # -- topologies (``topology``) and intercommunicators (``intercomm``) --------------
     def Create_cart(self, dims, periods=None, reorder: bool = False):

@@ -11,8 +11,9 @@ the three ways MPI calls a collective:
   progressed by ``opal_progress``), so it moves on while the rank waits in any MPI call;
 * persistent (``*_init``): each ``Start`` starts a fresh schedule.
 
-A ``Schedule`` quacks as a PML request (``complete``, ``cancelled``, ``label``), so
-``MPI.Request``'s Wait/Test families complete it like any other request.
+A ``Schedule`` quacks as a PML request (``complete``, ``cancelled``, ``label``), so the
+rank's wait loop can block on it; ``CollOperation`` is the request ``Operation`` that
+``MPI.Request``'s Wait/Test families complete like any other.
 
 Collective traffic travels on the communicator's collective context id (never matched by
 a user's receive) with a tag drawn from the communicator's collective sequence number: all
@@ -23,9 +24,14 @@ communicator never match each other's messages (libnbc's per-communicator tag co
 from __future__ import annotations
 
 from ..pml import PmlRequest, describe
+from .context import current
 from .errors import Exception as MPIException
+from .request import Operation
+from .status import empty_fields
 
-__all__ = ["Channel", "Schedule", "run", "start"]
+__all__ = ["Channel", "CollOperation", "Schedule", "run", "start"]
+
+_EMPTY_STATUS = empty_fields()
 
 _TAG_SPACE = 1 << 30
 
@@ -153,11 +159,35 @@ class Schedule(PmlRequest):
         return self._value
 
 
-def start(ch: Channel, schedule) -> Schedule:
-    """Start ``schedule`` as a nonblocking collective."""
-    return Schedule(ch.pml, schedule, ch.call)
+def start(ch: Channel, schedule) -> CollOperation:
+    """Start ``schedule`` as a nonblocking collective: the operation a request holds."""
+    return CollOperation(Schedule(ch.pml, schedule, ch.call))
 
 
-def finish(sched: Schedule):
-    """``Request``'s finisher for a collective: its result, or its error raised."""
-    return sched.value()
+class CollOperation(Operation):
+    """A nonblocking collective behind an ``MPI.Request``: complete when its schedule
+    is; its status is the empty one (as Open MPI's libnbc requests report); an MPI error
+    the schedule ended with is raised by the Wait/Test that completes it."""
+
+    __slots__ = ("sched",)
+
+    def __init__(self, sched: Schedule):
+        self.sched = sched
+
+    @property
+    def label(self):
+        return self.sched.label
+
+    def ready(self) -> bool:
+        return self.sched.complete
+
+    def block(self) -> None:
+        sched = self.sched
+        if not sched.complete:
+            current().wait_request(sched, sched.label)
+
+    def take(self):
+        return _EMPTY_STATUS, self.sched.value()
+
+    def peek(self) -> tuple:
+        return _EMPTY_STATUS

@@ -16,17 +16,16 @@ Exscan.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 
 from . import coll_inter as inter
 from . import collectives as coll
 from .buffers import IN_PLACE, message, vector_message, w_message
-from .coll_engine import Channel, finish, run, start
+from .coll_engine import Channel, run, start
 from .errors import ERROR_CLASSES, Exception
 from .ops import OPS, Op, check_op, reduce_arrays
-from .request import Prequest, Request
+from .pickling import PICKLE
+from .request import Prequest, Request, persistent, wrap
 from .status import PROC_NULL
 
 __all__ = ["Collectives", "IntraCollectives", "ROOT", "dumps", "loads"]
@@ -39,16 +38,17 @@ _ERR_TRUNCATE = ERROR_CLASSES["ERR_TRUNCATE"][0]
 _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
 _ERR_COMM = ERROR_CLASSES["ERR_COMM"][0]
 _SUM = OPS["SUM"]
-_PICKLE = pickle.HIGHEST_PROTOCOL
 _U8 = np.uint8
 
 
 def dumps(obj) -> np.ndarray:
-    return np.frombuffer(pickle.dumps(obj, _PICKLE), dtype=_U8)
+    """An object as the bytes mpi4py sends for it (``MPI.pickle``, which a program may
+    replace)."""
+    return np.frombuffer(PICKLE.dumps(obj), dtype=_U8)
 
 
 def loads(data):
-    return pickle.loads(data)
+    return PICKLE.loads(data)
 
 
 def _store(msg, data) -> None:
@@ -109,6 +109,11 @@ def _store_blocks(bufs, got, skip: int = -1) -> None:
     bufs.finish()
 
 
+def _in_place(buf) -> bool:
+    """mpi4py takes ``None`` as ``IN_PLACE`` where IN_PLACE is allowed."""
+    return buf is None or buf is IN_PLACE
+
+
 def _combiner(op: Op, datatype):
     def combine(a, b):
         return reduce_arrays(op, datatype, a, b)
@@ -147,7 +152,7 @@ class Collectives:
         st = self._st()
         schedule = builder(st, *args)
         ch = Channel.of(st, call)
-        return Request(start(ch, schedule(st, ch)), "coll", finish, ch.call)
+        return wrap(start(ch, schedule(st, ch)))
 
     def _persistent(self, builder, call, *args) -> Prequest:
         st = self._st()
@@ -158,7 +163,7 @@ class Collectives:
             ch = Channel.of(st, call)
             return start(ch, schedule(st, ch))
 
-        return Prequest(begin, "coll", finish, (_persistent_label, call, st))
+        return persistent(begin, (_persistent_label, call, st))
 
     # -- checks -------------------------------------------------------------------------
     @staticmethod
@@ -261,17 +266,13 @@ class Collectives:
         n = len(st.group)
         is_root = st.rank == root
         rv = _blocks(recvbuf, n, True, vector) if is_root else None
-        if sendbuf is IN_PLACE:
-            if not is_root:
-                raise Exception(_ERR_ARG)
-            mine = rv.block(root).copy()
-        else:
-            mine = _send_message(sendbuf).data
+        in_place = is_root and _in_place(sendbuf)
+        mine = rv.block(root).copy() if in_place else _send_message(sendbuf).data
 
         def schedule(st, ch):
             blocks = yield from coll.gather(ch, mine, root)
             if is_root:
-                _store_blocks(rv, blocks, root if sendbuf is IN_PLACE else -1)
+                _store_blocks(rv, blocks, root if in_place else -1)
 
         return schedule
 
@@ -331,9 +332,7 @@ class Collectives:
         if is_root:
             sv = _blocks(sendbuf, n, False, vector)
             blocks = [sv.block(i) for i in range(n)]
-        elif recvbuf is IN_PLACE:
-            raise Exception(_ERR_ARG)
-        rmsg = None if recvbuf is IN_PLACE else _recv_message(recvbuf)
+        rmsg = None if is_root and _in_place(recvbuf) else _recv_message(recvbuf)
 
         def schedule(st, ch):
             mine = yield from coll.scatter(ch, blocks, root)
@@ -383,7 +382,7 @@ class Collectives:
     def _allgather(self, st, sendbuf, recvbuf, vector: bool):
         n = st.size
         rv = _blocks(recvbuf, n, True, vector)
-        in_place = sendbuf is IN_PLACE and not st.inter
+        in_place = _in_place(sendbuf) and not st.inter
         mine = rv.block(st.rank).copy() if in_place else _send_message(sendbuf).data
         sizes = [len(rv.block(i)) for i in range(n)]
 
@@ -425,7 +424,7 @@ class Collectives:
     def _alltoall(self, st, sendbuf, recvbuf, vector: bool):
         n = st.size
         rv = _blocks(recvbuf, n, True, vector)
-        if sendbuf is IN_PLACE and not st.inter:
+        if _in_place(sendbuf) and not st.inter:
             blocks = [rv.block(i).copy() for i in range(n)]
         else:
             sv = _blocks(sendbuf, n, False, vector)
@@ -467,7 +466,7 @@ class Collectives:
     def _alltoallw(self, st, sendbuf, recvbuf):
         n = st.size
         targets = w_message(recvbuf, n, writable=True)
-        if sendbuf is IN_PLACE and not st.inter:
+        if _in_place(sendbuf) and not st.inter:
             blocks = [targets.block(i).copy() for i in range(n)]
         else:
             sv = w_message(sendbuf, n)
@@ -499,7 +498,7 @@ class Collectives:
     def _reduction_args(sendbuf, recvbuf, op, in_place_ok: bool):
         """(send bytes, receive message, datatype) with mpi4py's count/type checks."""
         rmsg = _recv_message(recvbuf)
-        if sendbuf is IN_PLACE and in_place_ok:
+        if in_place_ok and _in_place(sendbuf):
             data = rmsg.data.copy()
             dt = rmsg.datatype
         else:
@@ -612,7 +611,7 @@ class Collectives:
 
     def _reduce_scatter(self, st, sendbuf, recvbuf, recvcounts, op, block: bool):
         n = len(st.group)
-        in_place = sendbuf is IN_PLACE and not st.inter
+        in_place = _in_place(sendbuf) and not st.inter
         if block:
             if in_place:
                 target = message(recvbuf, writable=True, blocks=n)

@@ -28,7 +28,11 @@ class Comm(PointToPoint, CommConstructors, Collectives):
     __slots__ = ("_s", "__weakref__")
 
     def __init__(self, state: Comm | CommState | str | None = None):
-        self._s = state._s if isinstance(state, Comm) else state
+        if isinstance(state, Comm):
+            state = state._s
+        elif state is not None and not isinstance(state, CommState | str):
+            raise TypeError(f"expected Comm, got {type(state).__name__}")
+        self._s = state
 
     def _st(self) -> CommState:
         s = self._s
@@ -54,6 +58,8 @@ class Comm(PointToPoint, CommConstructors, Collectives):
         return len(self._st().group)
 
     def Get_name(self) -> str:
+        if self._s is None:
+            return "MPI_COMM_NULL"
         return self._st().name
 
     def Set_name(self, name: str) -> None:
@@ -61,7 +67,11 @@ class Comm(PointToPoint, CommConstructors, Collectives):
 
     @property
     def name(self) -> str:
-        return self._st().name
+        return self.Get_name()
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.Set_name(value)
 
     def Get_attr(self, keyval: int):
         if keyval == TAG_UB:
@@ -102,8 +112,7 @@ class Intracomm(IntraCollectives, IntraConstructors, Comm):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        s = self._s
-        if isinstance(s, CommState) and s.inter:
+        if isinstance(comm, Comm) and comm and self._st().inter:
             raise TypeError("expecting an intracommunicator")
 
 

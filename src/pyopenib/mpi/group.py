@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import context
 from .errors import ERROR_CLASSES, Exception
 from .status import PROC_NULL, UNDEFINED
+from .surface import MpiClass
 
 __all__ = [
     "CONGRUENT",
@@ -67,7 +68,7 @@ def compare_members(a, b) -> int:
     return UNEQUAL
 
 
-class Group:
+class Group(metaclass=MpiClass):
     """``MPI.Group``. ``Group()`` is a null group; ``Group(g)`` another object for g's handle."""
 
     __slots__ = ("_h", "__weakref__")

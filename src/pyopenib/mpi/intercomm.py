@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import collectives as coll
-from .coll_comms import COMM_TYPES, CommState, _inter_cid, new_cid, wrap
+from .coll_comms import COMM_TYPES, CommState, _inter_cid, comm_object, new_cid
 from .coll_engine import Channel, run
 from .coll_inter import local_channel
 from .coll_methods import dumps, loads
@@ -35,8 +35,7 @@ class Intercomm(Comm):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        s = self._s
-        if isinstance(s, CommState) and not s.inter:
+        if self._s is not None and not self._st().inter:
             raise TypeError("expecting an intercommunicator")
 
     def Get_remote_group(self) -> Group:
@@ -155,7 +154,7 @@ def split_inter(comm, st, color: int, key: int):
     ]
     if not theirs:
         return Intercomm(None)
-    return wrap(Intercomm, _inter_state(cid, mine, theirs, st.group[st.rank], st.rc))
+    return comm_object(Intercomm, _inter_state(cid, mine, theirs, st.group[st.rank], st.rc))
 
 
 def create_from_subgroups(comm, st, group: Group):

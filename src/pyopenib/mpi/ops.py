@@ -25,6 +25,7 @@ import numpy as np
 
 from . import context
 from .errors import ERROR_CLASSES, Exception
+from .surface import MpiClass
 
 __all__ = ["OPS", "OP_NULL", "Op", "check_op", "reduce_arrays"]
 
@@ -159,18 +160,22 @@ def _registry() -> _Registry:
     return reg
 
 
-class Op:
+class Op(metaclass=MpiClass):
     """``MPI.Op``. ``Op()`` is a null operation; ``Op(op)`` another object for the same
     handle (equal to it, not identical)."""
 
-    __slots__ = ("_h", "__weakref__")
+    __slots__ = ("_h", "_py", "__weakref__")
     __module__ = "mpi4py.MPI"  # pickle finds predefined ops as ``mpi4py.MPI.<NAME>``
 
     def __init__(self, op: Op | None = None):
+        # ``_py``: this object knows the Python function of its user operation (mpi4py
+        # copies it with ``Op(op)``, not through ``fromint``), so it can be pickled
+        self._py = True
         if op is None:
             self._h = _NULL
         elif isinstance(op, Op):
             self._h = op._h
+            self._py = op._py
         else:
             raise TypeError(f"Op() argument must be Op, not {type(op).__name__}")
 
@@ -214,6 +219,7 @@ class Op:
         if h is None:
             raise Exception(_ERR_OP)
         op._h = h
+        op._py = h.user is None
         return op
 
     f2py = fromint
@@ -224,7 +230,7 @@ class Op:
         if h.user is None:
             name = _NAMES[id(h)]
             return name if OPS[name] is self else (Op, (OPS[name],))
-        if _registry().slots[h.slot] is not h:
+        if not self._py or _registry().slots[h.slot] is not h:
             raise ValueError("cannot pickle user-defined reduction operation")
         return (type(self).Create, (h.user, h.commute))
 
@@ -245,6 +251,7 @@ class Op:
         reg.slots[slot] = h
         op = cls.__new__(cls)
         op._h = h
+        op._py = True
         return op
 
     def Free(self) -> None:
@@ -279,6 +286,8 @@ class Op:
         h = self._h
         if h is _NULL:
             raise ValueError("cannot call the null reduction operation")
+        if not self._py:
+            raise TypeError("'NoneType' object is not callable")  # mpi4py: no function
         return h.apply_obj(x, y)
 
     def Reduce_local(self, inbuf, inoutbuf) -> None:
@@ -318,6 +327,7 @@ _NAMES[id(_NULL)] = "OP_NULL"
 def _predefined_op(h: _OpHandle) -> Op:
     op = Op.__new__(Op)
     op._h = h
+    op._py = True
     return op
 
 

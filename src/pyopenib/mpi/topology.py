@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from .buffers import w_message
-from .coll_comms import CommState, new_cid, wrap
+from .coll_comms import CommState, comm_object, new_cid
 from .coll_engine import Channel, run
 from .coll_methods import _blocks, _send_message, _store_blocks, dumps, loads
 from .comm import Intracomm
@@ -192,7 +192,7 @@ def _topo_comm(comm, st, topo, member: bool, call: str):
         nodes = len(topo.index)
     new = CommState(cid, st.group[:nodes], st.rank, st.rc)
     new.topo = topo
-    return wrap(None, new)
+    return comm_object(None, new)
 
 
 def create_cart(comm, dims, periods=None, reorder=False):
@@ -231,6 +231,8 @@ def _weights(weights, n: int):
     if weights is None or weights is UNWEIGHTED or (type(weights) is int and weights == UNWEIGHTED):
         return None
     if type(weights) is int and weights == WEIGHTS_EMPTY:
+        if n > 0:
+            raise ValueError("empty weights but nonzero degree")
         return []
     weights = [int(w) for w in weights]
     if len(weights) != n:
@@ -344,9 +346,10 @@ class Topocomm(Intracomm):
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        s = self._s
-        if isinstance(s, CommState) and (s.topo is None or self._kind not in (None, s.topo.kind)):
-            raise TypeError(f"expecting a {self._what} communicator")
+        if self._s is not None:
+            topo = self._st().topo
+            if topo is None or self._kind not in (None, topo.kind):
+                raise TypeError(f"expecting a {self._what} communicator")
 
     _what = "topology"
 
