@@ -108,6 +108,9 @@ class LoopbackBtl:
     def register_memory(self, buffer):
         return self.fabric.register(buffer)
 
+    def deregister_memory(self, handle):
+        del self.fabric.memory[handle.key]
+
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         _, delay = self.fabric.arrival(self.rank, peer, length)
         data = local.buffer[local_offset : local_offset + length].copy()

@@ -12,7 +12,7 @@ from .cluster import OobChannel, build_job_btls
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
-from .stats import QpStats, job_stats, stats_table
+from .stats import QpStats, job_stats, registration_rows, registrations_table, stats_table
 
 __all__ = [
     "BtlModule",
@@ -27,5 +27,7 @@ __all__ = [
     "build_job_btls",
     "QpStats",
     "job_stats",
+    "registration_rows",
+    "registrations_table",
     "stats_table",
 ]

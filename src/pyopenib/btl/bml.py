@@ -71,6 +71,14 @@ class Bml:
             self.sm.register_memory(buffer, handle.key)
         return handle
 
+    def deregister_memory(self, handle) -> None:
+        if not self.uses_openib:
+            self.sm.deregister_memory(handle)
+            return
+        self.openib.deregister_memory(handle)
+        if self.uses_sm:
+            self.sm.node.deregister(handle.key)
+
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._put[peer](peer, local, local_offset, remote_key, remote_offset, length,
                         on_complete)  # fmt: skip

@@ -82,6 +82,11 @@ class BtlModule(Protocol):
 
     def register_memory(self, buffer: np.ndarray) -> MemHandle: ...
 
+    def deregister_memory(self, handle: MemHandle) -> None:
+        """Release a registration (``ibv_dereg_mr``): the memory is no longer pinned and no
+        peer may target it. The PML releases each rendezvous registration when its transfer
+        is over, as ob1 does without ``mpi_leave_pinned``."""
+
     # Optional: ``limits(peer) -> (eager_limit, rndv_eager_limit, max_send_size)`` when
     # the module reaches peers through BTLs with different limits (the BML); the PML
     # then uses the peer's limits, as ob1 does, instead of the module-wide ones.

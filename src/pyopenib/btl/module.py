@@ -50,6 +50,7 @@ from .frag import (
 )
 from .interface import TransportError
 from .invariants import InvariantChecks
+from .registrations import RegistrationCounts
 from .report import failure_report
 
 __all__ = ["OpenibModule", "RegisteredMemory"]
@@ -146,6 +147,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             self.queues, context.model.max_inline if inline < 0 else inline
         )
         # statistics
+        self.registrations = RegistrationCounts()
         self.frags_sent = [0] * len(self.queues)
         self.bytes_sent = [0] * len(self.queues)
         self.eager_sent = [0] * len(self.queues)  # of frags_sent: through an eager-RDMA ring
@@ -227,7 +229,12 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         return frag
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
+        self.registrations.record_register(buffer.nbytes)
         return RegisteredMemory(self.pd.reg_mr(buffer, _ACCESS_ALL))
+
+    def deregister_memory(self, handle: RegisteredMemory) -> None:
+        handle.mr.dereg()
+        self.registrations.record_deregister(handle.buffer.nbytes)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._rdma(WrOpcode.RDMA_WRITE, peer, local, local_offset, remote_key, remote_offset,

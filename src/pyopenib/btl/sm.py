@@ -94,6 +94,9 @@ class SmNode:
         self.memory[key] = buffer
         return key
 
+    def deregister(self, key: int) -> None:
+        del self.memory[key]
+
 
 class SmModule:
     """One process's sm BTL module (implements ``BtlModule`` for its node's peers)."""
@@ -146,6 +149,9 @@ class SmModule:
         """Register ``buffer`` on the node; ``key``: reuse another BTL's key for it (the
         BML hands the PML one key both BTLs resolve)."""
         return SmMemory(buffer, self.node.register(buffer, key))
+
+    def deregister_memory(self, handle) -> None:
+        self.node.deregister(handle.key)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         target = self._remote(peer, remote_key)

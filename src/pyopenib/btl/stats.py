@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-__all__ = ["QpStats", "job_stats", "stats_table"]
+__all__ = [
+    "QpStats",
+    "RankRegistrations",
+    "job_stats",
+    "registration_rows",
+    "registrations_table",
+    "stats_table",
+]
 
 
 @dataclass(frozen=True)
@@ -93,4 +100,55 @@ def stats_table(rows: list[QpStats], title: str) -> Table:
     for row in rows:
         table.add_row(*(f"{getattr(row, field):,}" if isinstance(getattr(row, field), int)
                         else str(getattr(row, field)) for _, field in _COLUMNS))  # fmt: skip
+    return table
+
+
+@dataclass(frozen=True)
+class RankRegistrations:
+    """One rank's memory registrations on its openib device over the job."""
+
+    rank: int
+    registered: int
+    """``ibv_reg_mr`` calls: one per rendezvous buffer on each side, one per eager-RDMA ring."""
+    deregistered: int
+    held: int
+    """Registrations still held at the end (the eager-RDMA rings; anything else leaked)."""
+    pinned_bytes: int
+    peak_pinned_bytes: int
+
+
+def registration_rows(btls) -> list[RankRegistrations]:
+    rows = []
+    for btl in btls:
+        m = _openib(btl)
+        if m is None:
+            continue
+        r = m.registrations
+        rows.append(
+            RankRegistrations(
+                m.rank, r.registered, r.deregistered, r.live, r.pinned_bytes, r.peak_pinned_bytes
+            )
+        )
+    return rows
+
+
+def registrations_table(rows: list[RankRegistrations]) -> Table:
+    table = Table(title="memory registrations per rank (reg_mr / dereg_mr, pinned bytes)")
+    headers = ("rank", "reg_mr", "dereg_mr", "held at end", "pinned at end", "peak pinned")
+    for header in headers:
+        table.add_column(header, justify="right")
+    for r in rows:
+        table.add_row(
+            *(
+                f"{v:,}"
+                for v in (
+                    r.rank,
+                    r.registered,
+                    r.deregistered,
+                    r.held,
+                    r.pinned_bytes,
+                    r.peak_pinned_bytes,
+                )
+            )
+        )
     return table

@@ -319,7 +319,9 @@ def _keeping(make_btls, kept: list):
 def _print_stats(btls, sim_time_ps: int) -> None:
     from rich.console import Console
 
-    from ..btl import job_stats, stats_table
+    from ..btl import job_stats, registration_rows, registrations_table, stats_table
 
     title = f"openib per rank and QP (job ended at {sim_time_ps / 1e6:,.3f} us simulated)"
-    Console(stderr=True, width=160).print(stats_table(job_stats(btls), title))
+    console = Console(stderr=True, width=160)
+    console.print(stats_table(job_stats(btls), title))
+    console.print(registrations_table(registration_rows(btls)))

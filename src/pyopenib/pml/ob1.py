@@ -348,7 +348,7 @@ class Pml:
             self._done(req)
             return
         req._target = target
-        handle = self.btl.register_memory(target)
+        req._handle = handle = self.btl.register_memory(target)
         self._send_control(peer, ACK_HDR.pack(ACK, frag.send_id, req.id, handle.key, first))
 
     def _send_control(self, peer: int, msg: bytes) -> None:
@@ -364,7 +364,7 @@ class Pml:
         if offset >= total:
             self._done(req)
             return
-        handle = self.btl.register_memory(req.data)
+        req._handle = handle = self.btl.register_memory(req.data)
         step = self._frag if self._btl_limits is None else self._limits(req.peer)[2]
         req.puts_left = (total - offset + step - 1) // step
         for off in range(offset, total, step):
@@ -377,12 +377,16 @@ class Pml:
             self._finish_rndv(req)
 
     def _finish_rndv(self, req: SendRequest) -> None:
+        self.btl.deregister_memory(req._handle)  # every RDMA write of it has completed
+        req._handle = None
         self._send_control(req.peer, ID_HDR.pack(FIN, req.recv_id))
         self._done(req)
 
     def _on_fin(self, req: RecvRequest) -> None:
         target = req._target
         req._target = None
+        self.btl.deregister_memory(req._handle)  # the sender's writes are all in
+        req._handle = None
         if req.buffer is not None and target is not req.buffer:
             req.buffer[:] = target[: len(req.buffer)]
         self._done(req)

@@ -33,7 +33,7 @@ class SendRequest(PmlRequest):
     (every synchronous send is one) when the receiver's ACK says all data is there or the
     last RDMA write completed."""
 
-    __slots__ = ("peer", "data", "puts_left", "recv_id")
+    __slots__ = ("peer", "data", "puts_left", "recv_id", "_handle")
 
     def __init__(self, req_id, label, peer: int, data, complete: bool = False):
         self.id = req_id
@@ -44,6 +44,7 @@ class SendRequest(PmlRequest):
         self.data = data
         self.puts_left = 0
         self.recv_id = 0
+        self._handle = None
 
 
 class RecvRequest(PmlRequest):
@@ -63,6 +64,7 @@ class RecvRequest(PmlRequest):
         "truncated",
         "data",
         "_target",
+        "_handle",
     )
 
     def __init__(self, req_id, label, ctx: int, source: int, tag: int, buffer):
@@ -80,6 +82,7 @@ class RecvRequest(PmlRequest):
         self.truncated = False
         self.data = None
         self._target = None
+        self._handle = None
 
     def matches(self, source: int, tag: int) -> bool:
         ws = self.want_source
