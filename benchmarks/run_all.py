@@ -10,7 +10,15 @@ import importlib.util
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["kernel", "policy_cost", "mpi_pingpong", "alltoall", "mpi4py_suite"]
+BENCHMARKS = [
+    "kernel",
+    "policy_cost",
+    "mpi_pingpong",
+    "alltoall",
+    "registration_leak",
+    "reference_digests",
+    "mpi4py_suite",
+]
 
 HERE = Path(__file__).resolve().parent
 

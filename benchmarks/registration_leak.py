@@ -1,0 +1,86 @@
+"""Long-run registration leak check: 10,000 rendezvous messages keep MRs and pinned bytes bounded.
+
+Two ranks on the hermon model exchange large messages (buffer sends into a reused array
+and pickled objects, each above the eager limit so each is a rendezvous with one
+registration on each side). The table shows, per run length, the registrations made and
+released and the pinned bytes at the end and at the peak: a leak shows as ``held``
+and ``pinned`` growing with the message count.
+
+Run: ``.venv/bin/python benchmarks/registration_leak.py [messages ...]`` (default 1000 10000).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+DEVICE = "mellanox-hermon"
+
+_PROGRAM = """
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+buf = np.zeros(64 * 1024, dtype=np.uint8)
+for i in range({pairs}):
+    if rank == 0:
+        comm.Send(buf, dest=1)
+        comm.send(bytes(48 * 1024), dest=1)
+    else:
+        comm.Recv(buf, source=0)
+        comm.recv(source=0)
+"""
+
+
+def measure(messages: int):
+    from pyopenib.btl import registration_rows
+    from pyopenib.mpi import run_job
+    from pyopenib.mpi.commands import openib_btls
+
+    kept = []
+    make = openib_btls(DEVICE, [], 1)
+
+    def make_btls(sim, nprocs):
+        btls = make(sim, nprocs)
+        kept.extend(btls)
+        return btls
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "leak.py"
+        path.write_text(_PROGRAM.format(pairs=messages // 2))
+        err = io.StringIO()
+        result = run_job(str(path), 2, make_btls, stdout=io.StringIO(), stderr=err)
+    if result.exit_code:
+        raise SystemExit(f"leak job failed ({result.reason}):\n{err.getvalue()}")
+    return registration_rows(kept)
+
+
+def main(argv=None, console: Console | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    counts = [int(a) for a in argv] or [1000, 10_000]
+    console = console or Console()
+    table = Table(title=f"registrations after N rendezvous messages ({DEVICE}, 2 ranks)")
+    for header in ("messages", "rank", "reg_mr", "dereg_mr", "held", "pinned", "peak pinned"):
+        table.add_column(header, justify="right")
+    for n in counts:
+        for r in measure(n):
+            table.add_row(
+                f"{n:,}",
+                str(r.rank),
+                f"{r.registered:,}",
+                f"{r.deregistered:,}",
+                f"{r.held:,}",
+                f"{r.pinned_bytes:,}",
+                f"{r.peak_pinned_bytes:,}",
+            )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
