@@ -13,6 +13,7 @@ is a one-dimensional ``uint8`` numpy array with mpi4py's attributes (``address``
 from __future__ import annotations
 
 import ctypes
+import operator
 
 import numpy as np
 
@@ -25,24 +26,32 @@ _U8 = np.dtype(np.uint8)
 
 
 class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
-    """Buffer (mpi4py 4): a contiguous run of bytes exposing the buffer protocol."""
+    """Buffer (mpi4py 4): a contiguous run of bytes exposing the buffer protocol.
+
+    ``buffer()`` and a released buffer hold no memory (address 0); ``release()`` and
+    ``Free_mem`` make a buffer empty and writable, as mpi4py's do. Deleting an item is not
+    supported (``NotImplementedError``) and a read-only buffer refuses writes with
+    ``TypeError``, as mpi4py's extension type does.
+    """
 
     def __new__(cls, *args):
         if not args:
-            return np.empty(0, _U8).view(cls)
+            return super().__new__(cls, (0,), _U8)
         (obj,) = args
         return np.frombuffer(memoryview(obj).cast("B"), _U8).view(cls)
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> buffer:
-        """A new buffer of ``nbytes`` bytes (zeroed if ``clear``)."""
+        """Buffer allocation."""
+        nbytes = operator.index(nbytes)
         if nbytes < 0:
             raise ValueError("expecting non-negative size")
-        return (np.zeros if clear else np.empty)(int(nbytes), _U8).view(buffer)
+        memory = bytearray(nbytes) if clear else bytearray(np.empty(nbytes, _U8))
+        return buffer(memory)
 
     @staticmethod
     def frombuffer(obj, readonly: bool = False) -> buffer:
-        """A buffer over the memory of a buffer-like object."""
+        """Buffer from buffer-like object."""
         view = memoryview(obj)
         if not readonly and view.readonly:
             raise BufferError("Object is not writable.")
@@ -53,7 +62,7 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
 
     @staticmethod
     def fromaddress(address: int, nbytes: int, readonly: bool = False) -> buffer:
-        """A buffer over ``nbytes`` bytes at a process address."""
+        """Buffer from address and size in bytes."""
         if nbytes < 0:
             raise ValueError("expecting non-negative buffer length")
         if nbytes > 0 and not address:
@@ -69,11 +78,13 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
     @property
     def address(self) -> int:
         """Buffer address."""
+        if self.base is None and not self.size:
+            return 0  # no memory: mpi4py's NULL
         return self.__array_interface__["data"][0]
 
     @property
     def obj(self):
-        """Object exposing the memory (None for memory of the buffer's own)."""
+        """Object exposing buffer."""
         base = self.base
         while isinstance(base, np.ndarray) and base.base is not None:
             base = base.base
@@ -83,31 +94,55 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
 
     @property
     def readonly(self) -> bool:
+        """Buffer is read-only."""
         return not self.flags.writeable
 
     @property
     def format(self) -> str:
+        """Format of each element."""
         return "B"
 
     def cast(self, format: str, shape=...) -> memoryview:  # noqa: A002 - mpi4py's name
-        """A memoryview of the bytes with a new format (and shape)."""
+        """Cast to a `memoryview` with new format or shape."""
         view = memoryview(self)
         return view.cast(format) if shape is Ellipsis else view.cast(format, shape)
 
     def toreadonly(self) -> buffer:
-        """A read-only buffer over the same memory."""
+        """Return a readonly version of the buffer object."""
         buf = self.view(buffer)
         buf.flags.writeable = False
         return buf
 
-    def __getitem__(self, item):
+    def release(self) -> None:
+        """Release the underlying buffer exposed by the buffer object."""
+        self.__setstate__((1, (0,), _U8, False, b""))
+
+    @staticmethod
+    def _index(item):
         if isinstance(item, slice):
             if item.step not in (None, 1):
                 raise IndexError("slice with step not supported")
-            return super().__getitem__(item)
+            return item
         if isinstance(item, int | np.integer):
-            return int(super().__getitem__(item))
+            return item
         raise TypeError("index must be integer or slice")
+
+    def __getitem__(self, item):
+        item = self._index(item)
+        if isinstance(item, slice):
+            return super().__getitem__(item)
+        return int(super().__getitem__(item))
+
+    def __setitem__(self, item, value) -> None:
+        if self.readonly:
+            raise TypeError("buffer is read-only")
+        item = self._index(item)
+        if not isinstance(value, int | np.integer | np.ndarray):
+            value = np.frombuffer(memoryview(value).cast("B"), _U8)
+        super().__setitem__(item, value)
+
+    def __delitem__(self, item) -> None:
+        raise NotImplementedError("Subscript deletion not supported by mpi4py.MPI.buffer")
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.buffer object at {hex(id(self))}>"
@@ -178,9 +213,11 @@ def Alloc_mem(size: int, info=None) -> buffer:  # noqa: N802
 
 
 def Free_mem(mem) -> None:  # noqa: N802
-    """Give back memory from ``Alloc_mem`` (Python frees it when the last view goes)."""
+    """Give back memory from ``Alloc_mem``: the buffer becomes empty (Python frees the
+    bytes when no other view holds them)."""
     if not isinstance(mem, buffer):
         raise TypeError(f"expected a buffer from Alloc_mem, got {type(mem).__name__}")
+    mem.release()
 
 
 MEMORY_NAMES = {
