@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import weakref
 
+from . import pack
 from .context import current
 from .errors import ERROR_CLASSES, Exception
 
@@ -53,8 +54,8 @@ class BsendPool:
     def attach(self, buf) -> None:
         if self.buffer is not None:
             raise Exception(ERR_UNKNOWN)  # Open MPI 4.1: a second attach is ERR_UNKNOWN
-        self.buffer = buf
-        self.size = memoryview(buf).nbytes
+        size = len(pack.raw_bytes(buf, True))  # any buffer mpi4py takes (DLPack, CAI)
+        self.buffer, self.size = buf, size  # only once the buffer is known to be writable
 
     def detach(self):
         if self.buffer is None:

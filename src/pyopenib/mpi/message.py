@@ -14,6 +14,7 @@ from .context import current
 from .errors import ERROR_CLASSES, Exception
 from .pickling import PICKLE
 from .request import NULL_PROC_RECV, DoneOperation, PmlOperation, Request, finish_recv, wrap
+from .status import ANY_SOURCE, PROC_NULL
 
 __all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "Message", "matched", "no_proc"]
 
@@ -114,6 +115,10 @@ class Message:
     iprobe = Iprobe
 
     # -- receives -------------------------------------------------------------------------
+    def _peer(self) -> int:
+        """PROC_NULL for ``MESSAGE_NO_PROC`` (its receive buffer is not looked at)."""
+        return PROC_NULL if self._m is _NO_PROC else ANY_SOURCE
+
     def _consume(self):
         m = self._m
         if m is None:
@@ -132,7 +137,7 @@ class Message:
         return st.rc.pml.imrecv(m.frag, area, st.ctx, label), label
 
     def Recv(self, buf, status=None) -> None:
-        msg = message(buf, writable=True)
+        msg = message(buf, writable=True, peer=self._peer())
         started = self._start(msg.data, "MPI_Mrecv")
         if started is None:
             if status is not None:
@@ -145,7 +150,7 @@ class Message:
         finish_recv(preq, status)
 
     def Irecv(self, buf) -> Request:
-        msg = message(buf, writable=True)
+        msg = message(buf, writable=True, peer=self._peer())
         started = self._start(msg.data, "MPI_Imrecv")
         if started is None:
             return wrap(DoneOperation(NULL_PROC_RECV))

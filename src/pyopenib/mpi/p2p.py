@@ -144,7 +144,7 @@ class PointToPoint:
 
     # -- buffers: blocking -------------------------------------------------------------
     def _send_buf(self, buf, dest, tag, sync, call) -> None:
-        msg = message(buf)
+        msg = message(buf, peer=dest)
         st = self._st()
         label = (_p2p_label, call, msg, "dest", dest, tag, st)
         posted = self._send_op(st, msg.data, dest, tag, sync, label)
@@ -163,10 +163,10 @@ class PointToPoint:
         self._send_buf(buf, dest, tag, False, "MPI_Rsend")
 
     def Bsend(self, buf, dest: int, tag: int = 0) -> None:
-        self._bsend(message(buf).data, dest, tag, "MPI_Bsend")
+        self._bsend(message(buf, peer=dest).data, dest, tag, "MPI_Bsend")
 
     def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> None:
-        msg = message(buf, writable=True)
+        msg = message(buf, writable=True, peer=source)
         st = self._st()
         label = (_p2p_label, "MPI_Recv", msg, "source", source, tag, st)
         posted = self._recv_op(st, msg.data, source, tag, label)
@@ -182,7 +182,7 @@ class PointToPoint:
 
     # -- buffers: nonblocking ----------------------------------------------------------
     def _isend_buf(self, buf, dest, tag, sync, call) -> Request:
-        msg = message(buf)
+        msg = message(buf, peer=dest)
         st = self._st()
         label = (_p2p_label, call, msg, "dest", dest, tag, st)
         return self._isend_data(st, msg.data, dest, tag, sync, label)
@@ -203,7 +203,7 @@ class PointToPoint:
         return self._isend_buf(buf, dest, tag, False, "MPI_Irsend")
 
     def Ibsend(self, buf, dest: int, tag: int = 0) -> Request:
-        return wrap(self._ibsend_op(message(buf).data, dest, tag, "MPI_Ibsend"))
+        return wrap(self._ibsend_op(message(buf, peer=dest).data, dest, tag, "MPI_Ibsend"))
 
     def _irecv_buf(self, msg, source, tag, call):
         st = self._st()
@@ -216,7 +216,9 @@ class PointToPoint:
         return PmlOperation(posted[1], True, finish, label)
 
     def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        return wrap(self._irecv_buf(message(buf, writable=True), source, tag, "MPI_Irecv"))
+        return wrap(
+            self._irecv_buf(message(buf, writable=True, peer=source), source, tag, "MPI_Irecv")
+        )
 
     # -- buffered sends ----------------------------------------------------------------
     def _ibsend_op(self, data, dest, tag, call):
@@ -286,7 +288,7 @@ class PointToPoint:
         self, buf, dest: int, sendtag: int = 0, source: int = ANY_SOURCE, recvtag: int = ANY_TAG
     ) -> Request:
         # Open MPI packs the send side into a temporary buffer, then receives in place
-        msg = message(buf, writable=True)
+        msg = message(buf, writable=True, peer=source)
         outgoing = np.array(msg.packed(), dtype=_U8)
         st = self._st()
         label = (_p2p_label, "MPI_Sendrecv_replace", msg, "dest", dest, sendtag, st)
@@ -296,7 +298,7 @@ class PointToPoint:
 
     # -- persistent requests -------------------------------------------------------------
     def _send_init(self, buf, dest, tag, mode, call) -> Prequest:
-        msg = message(buf)
+        msg = message(buf, peer=dest)
         st = self._st()
         _dest(st, dest, tag)
         label = (_p2p_label, call, msg, "dest", dest, tag, st)
@@ -325,7 +327,7 @@ class PointToPoint:
         return self._send_init(buf, dest, tag, "buffered", "MPI_Bsend_init")
 
     def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
-        msg = message(buf, writable=True)
+        msg = message(buf, writable=True, peer=source)
         st = self._st()
         _source(st, source, tag)
         label = (_p2p_label, "MPI_Recv_init", msg, "source", source, tag, st)
@@ -335,7 +337,9 @@ class PointToPoint:
     def Psend_init(self, buf, partitions: int, dest: int, tag: int = 0, info=None) -> Prequest:
         st = self._st()
         dest, tag = _dest(st, dest, tag)
-        return Prequest._of(partitioned_send(self, st, message(buf), c_int(partitions), dest, tag))
+        return Prequest._of(
+            partitioned_send(self, st, message(buf, peer=dest), c_int(partitions), dest, tag)
+        )
 
     def Precv_init(
         self, buf, partitions: int, source: int = ANY_SOURCE, tag: int = ANY_TAG, info=None
@@ -343,7 +347,9 @@ class PointToPoint:
         st = self._st()
         source, tag = _source(st, source, tag)
         return Prequest._of(
-            partitioned_recv(self, st, message(buf, writable=True), c_int(partitions), source, tag)
+            partitioned_recv(
+                self, st, message(buf, writable=True, peer=source), c_int(partitions), source, tag
+            )
         )
 
     # -- probes --------------------------------------------------------------------------
