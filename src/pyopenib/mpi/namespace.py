@@ -7,8 +7,10 @@ the calling rank up (``context.current``). Any name outside pyopenib's subset ra
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import types
+import weakref
 
 from ..errors import TOPICS, register_topics
 from . import (
@@ -180,9 +182,23 @@ def _is_ours(cls: type) -> bool:
 
 
 def _addressof(arg) -> int:
-    """Where the object's handle lives: the Python object stands for its memory here."""
-    _sizeof(type(arg))
-    return id(arg)
+    """Address of memory holding the object's handle value (``_handleof``), as a C
+    program would see an ``MPI_Comm`` variable: reading it gives the handle; writing it
+    changes nothing here (pyopenib's objects do not live in that memory)."""
+    size = _sizeof(type(arg))
+    cell = _CELLS.get(id(arg))
+    if cell is None:
+        cell = _CELLS[id(arg)] = (ctypes.c_uint64 * (size // 8))()
+        try:
+            weakref.finalize(arg, _CELLS.pop, id(arg), None)
+        except TypeError:  # not weak-referenceable: the cell stays for the process
+            pass
+    if size == _HANDLE_BYTES:
+        cell[0] = _handleof(arg)
+    return ctypes.addressof(cell)
+
+
+_CELLS: dict[int, ctypes.Array] = {}
 
 
 def _handleof(arg) -> int:
