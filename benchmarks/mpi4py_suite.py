@@ -17,12 +17,17 @@ real MPI passes some scores 0 and is marked as failing, so nothing passes by run
 tests. Each job has a wall-clock timeout (a hung file is a result: its finished tests
 count, the rest do not), and jobs run in parallel over the cores.
 
+``--unmodified`` also runs each file itself as the program (``mpirun ... python test_x.py``,
+``pyopenib run ... test_x.py``) and compares each rank's ``Ran N tests``: it shows whether
+``unittest.main()`` finds the tests when a user runs the file (a rank that runs none while
+real MPI's ranks run some fails the file too).
+
 Real Open MPI's results depend only on the installed versions (mpi4py, Open MPI, Python,
 NumPy), the test file and the driver: ``--cache-real`` keeps them in the cache keyed by all
 of those.
 
 Run: ``.venv/bin/python benchmarks/mpi4py_suite.py [--files test_p2p_buf.py ...] [-n 2]
-[--jobs 2] [--timeout 240] [--only pyopenib|openmpi] [--cache-real] [--failing]
+[--jobs 2] [--timeout 240] [--only pyopenib|openmpi] [--cache-real] [--unmodified] [--failing]
 [--json out.json] [--md out.md]``; ``make mpi4py-suite`` runs every file at -n 1, 2, 4.
 """
 
@@ -33,6 +38,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -158,6 +164,9 @@ class Run:
     wall_s: float
     outcomes: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
+    mode: str = "driver"
+    ran: list[int] = field(default_factory=list)
+    """``plain`` runs only: each rank's ``Ran N tests``."""
 
     @property
     def passes(self) -> set[str]:
@@ -195,20 +204,42 @@ def fold(per_rank: list[list[dict]], nprocs: int) -> tuple[dict[str, str], dict[
     return outcomes, details, done
 
 
-def _command(side: str, nprocs: int, test_file: str, out: Path) -> list[str]:
-    program = [str(DRIVER), test_file, str(out)]
+def _command(side: str, mode: str, nprocs: int, test_file: str, out: Path) -> list[str]:
+    program = [str(DRIVER), test_file, str(out)] if mode == "driver" else [test_file]
     if side == "openmpi":
         cmd = ["mpirun"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
-        return [*cmd, "--oversubscribe", "-n", str(nprocs), sys.executable, *program]
+        cmd += ["--oversubscribe", "--tag-output", "-n", str(nprocs)]
+        return [*cmd, sys.executable, *program]
     pyopenib = Path(sys.executable).with_name("pyopenib")
-    return [str(pyopenib), "run", "-n", str(nprocs), *program]
+    return [str(pyopenib), "run", "--tag-output", "-n", str(nprocs), *program]
 
 
-def run_file(side: str, nprocs: int, test_file: str, tests: Path, work: Path, timeout: float):
-    """Run one job; its log and per-rank records go to ``work/<side>-n<N>/<file>/``."""
-    out = work / f"{side}-n{nprocs}" / Path(test_file).stem
+_RAN = re.compile(r"^\[1,(\d+)\]<std(?:out|err)>:Ran (\d+) tests? in ", re.MULTILINE)
+
+
+def ran_counts(log: str, nprocs: int) -> list[int]:
+    """Each rank's ``Ran N tests`` from unittest's summary in a ``--tag-output`` log (0 for
+    a rank that printed none)."""
+    counts = [0] * nprocs
+    for rank, count in _RAN.findall(log):
+        if int(rank) < nprocs:
+            counts[int(rank)] = int(count)
+    return counts
+
+
+def run_file(
+    side: str, mode: str, nprocs: int, test_file: str, tests: Path, work: Path, timeout: float
+) -> Run:
+    """Run one job; its log and per-rank records go to ``work/<side>-n<N>/<file>/``.
+
+    ``mode`` ``driver``: each rank runs the driver, which records every test. ``plain``:
+    the file itself is the program, as a user runs it; only each rank's ``Ran N tests``
+    summary is read (it shows whether ``unittest.main()`` found the tests at all).
+    """
+    suffix = "" if mode == "driver" else "-plain"
+    out = work / f"{side}-n{nprocs}{suffix}" / Path(test_file).stem
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     # Open MPI as installed, with the component selection of its system-wide params file.
@@ -219,7 +250,7 @@ def run_file(side: str, nprocs: int, test_file: str, tests: Path, work: Path, ti
     start = time.monotonic()
     with open(out / "log.txt", "w", encoding="utf-8") as log:
         proc = subprocess.Popen(
-            _command(side, nprocs, test_file, out / "records"),
+            _command(side, mode, nprocs, test_file, out / "records"),
             cwd=tests,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -234,7 +265,11 @@ def run_file(side: str, nprocs: int, test_file: str, tests: Path, work: Path, ti
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             exit_code, timed_out = None, True
-    wall = time.monotonic() - start
+    wall = round(time.monotonic() - start, 2)
+    if mode == "plain":
+        ran = ran_counts((out / "log.txt").read_text(encoding="utf-8", errors="replace"), nprocs)
+        status = "timeout" if timed_out else ("ok" if exit_code == 0 else "crashed")
+        return Run(test_file, side, nprocs, status, exit_code, wall, mode=mode, ran=ran)
     per_rank = []
     for rank in range(nprocs):
         path = out / "records" / f"rank-{rank}.jsonl"
@@ -250,7 +285,7 @@ def run_file(side: str, nprocs: int, test_file: str, tests: Path, work: Path, ti
         status = "crashed"
     else:
         status = "ok"
-    return Run(test_file, side, nprocs, status, exit_code, round(wall, 2), outcomes, details)
+    return Run(test_file, side, nprocs, status, exit_code, wall, outcomes, details)
 
 
 # -- real Open MPI's results, cached --------------------------------------------------------
@@ -287,16 +322,17 @@ class RealCache:
         self.driver = _digest(DRIVER)
         self.entries = json.loads(self.path.read_text()) if self.path.is_file() else {}
 
-    def _key(self, test_file: str, nprocs: int) -> str:
-        return f"{test_file}:{nprocs}:{_digest(self.tests / test_file)}:{self.driver}"
+    def _key(self, test_file: str, nprocs: int, mode: str) -> str:
+        digests = f"{_digest(self.tests / test_file)}:{self.driver}"
+        return f"{test_file}:{nprocs}:{mode}:{digests}"
 
-    def get(self, test_file: str, nprocs: int) -> Run | None:
-        entry = self.entries.get(self._key(test_file, nprocs))
+    def get(self, test_file: str, nprocs: int, mode: str) -> Run | None:
+        entry = self.entries.get(self._key(test_file, nprocs, mode))
         return Run(**entry) if entry else None
 
     def put(self, run: Run) -> None:
         if run.status != "timeout":
-            self.entries[self._key(run.file, run.nprocs)] = asdict(run)
+            self.entries[self._key(run.file, run.nprocs, run.mode)] = asdict(run)
 
     def save(self) -> None:
         """Merge into the file as it is now (another harness may have added entries)."""
@@ -318,6 +354,9 @@ class Row:
     nprocs: int
     real: Run | None
     ours: Run | None
+    real_plain: Run | None = None
+    ours_plain: Run | None = None
+    """The file run unmodified (``--unmodified``): each rank's ``Ran N tests``."""
 
     @property
     def real_passes(self) -> int:
@@ -336,8 +375,12 @@ class Row:
 
     @property
     def ran_nothing(self) -> bool:
-        """Real ran tests, ours ran none: the file fails, whatever else is true."""
+        """Real ran tests, ours ran none (under the driver, or on some rank of the file run
+        unmodified): the file fails, whatever else is true."""
         ran = {t for t, o in self.ours.outcomes.items() if t != "<import>"} if self.ours else ()
+        if self.real_plain and self.ours_plain and max(self.real_plain.ran, default=0) > 0:
+            if min(self.ours_plain.ran, default=0) == 0:
+                return True
         return self.real_passes > 0 and not ran
 
     def failing(self) -> list[tuple[str, str, str]]:
@@ -358,6 +401,8 @@ class Row:
                 notes.append(f"{label} {run.status}")
         if self.ours is not None and self.ran_nothing:
             notes.append("ours ran 0 tests")
+        if self.real_plain and self.ours_plain and self.real_plain.ran != self.ours_plain.ran:
+            notes.append(f"unmodified: ours ran {self.ours_plain.ran}, real {self.real_plain.ran}")
         if self.ours and self.real and not self.real_passes and self.ours.passes:
             notes.append(f"ours passes {len(self.ours.passes)}, real none")
         if self.ours and self.ours.status == "import-error":
@@ -374,6 +419,8 @@ class Row:
             "note": self.note(),
             "real": asdict(self.real) if self.real else None,
             "ours": asdict(self.ours) if self.ours else None,
+            "real_unmodified": asdict(self.real_plain) if self.real_plain else None,
+            "ours_unmodified": asdict(self.ours_plain) if self.ours_plain else None,
             "failing": [{"test": t, "outcome": o, "detail": d} for t, o, d in self.failing()],
         }
 
@@ -471,6 +518,8 @@ class Suite:
     timeout: float = TIMEOUT_S
     only: str | None = None
     cache_real: bool = False
+    unmodified: bool = False
+    """Also run each file itself as the program and compare the ``Ran N tests`` counts."""
     cache: Path = DEFAULT_CACHE
     logs: Path | None = None
     """Where each job's log and records stay (``<side>-n<N>/<file>/``); by default a
@@ -490,24 +539,32 @@ class Suite:
 
     def _compare(self, tests, files, vers, work: Path, progress):
         real_cache = RealCache(self.cache, vers, tests) if self.cache_real else None
-        runs: dict[tuple[str, str, int], Run] = {}
+        runs: dict[tuple[str, str, str, int], Run] = {}
         todo = []
+        sides = [s for s in SIDES if self.only in (None, s)]
+        modes = ("driver", "plain") if self.unmodified else ("driver",)
         for n in self.nprocs:
             for f in files:
-                for side in SIDES:
-                    if self.only is not None and side != self.only:
-                        continue
-                    cached = real_cache.get(f, n) if real_cache and side == "openmpi" else None
-                    if cached is not None:
-                        runs[(side, f, n)] = cached
-                    else:
-                        todo.append((side, n, f))
+                for side in sides:
+                    for mode in modes:
+                        cached = None
+                        if real_cache is not None and side == "openmpi":
+                            cached = real_cache.get(f, n, mode)
+                        if cached is not None:
+                            runs[(side, mode, f, n)] = cached
+                        else:
+                            todo.append((side, mode, n, f))
         # Bigger files first, more ranks first: the long jobs start early, the tail is short.
-        todo.sort(key=lambda t: (-(tests / t[2]).stat().st_size * t[1], t))
+        todo.sort(key=lambda t: (-(tests / t[3]).stat().st_size * t[2], t))
         with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
             futures = {
-                pool.submit(run_file, side, n, f, tests, work, self.timeout): (side, f, n)
-                for side, n, f in todo
+                pool.submit(run_file, side, mode, n, f, tests, work, self.timeout): (
+                    side,
+                    mode,
+                    f,
+                    n,
+                )
+                for side, mode, n, f in todo
             }
             for future in as_completed(futures):
                 key = futures[future]
@@ -520,7 +577,14 @@ class Suite:
         if real_cache is not None:
             real_cache.save()
         rows = [
-            Row(f, n, runs.get(("openmpi", f, n)), runs.get(("pyopenib", f, n)))
+            Row(
+                f,
+                n,
+                runs.get(("openmpi", "driver", f, n)),
+                runs.get(("pyopenib", "driver", f, n)),
+                runs.get(("openmpi", "plain", f, n)),
+                runs.get(("pyopenib", "plain", f, n)),
+            )
             for f in files
             for n in self.nprocs
         ]
@@ -545,6 +609,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, help="wall seconds per job")
     p.add_argument("--only", choices=SIDES, help="run one side only")
     p.add_argument("--cache-real", action="store_true", help="reuse real Open MPI's results")
+    p.add_argument(
+        "--unmodified",
+        action="store_true",
+        help="also run each file itself as the program and compare its 'Ran N tests'",
+    )
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="sdist, real results")
     p.add_argument("--logs", type=Path, help="keep each job's log and records here")
     p.add_argument("--failing", action="store_true", help="list the tests we fail, per file")
@@ -566,15 +635,17 @@ def main(argv: Sequence[str] = ("--cache-real",)) -> int:
         timeout=args.timeout,
         only=args.only,
         cache_real=args.cache_real,
+        unmodified=args.unmodified,
         cache=args.cache_dir,
         logs=args.logs,
     )
 
     def progress(run: Run) -> None:
         if not args.quiet:
+            what = f"ran {run.ran}" if run.mode == "plain" else f"{len(run.passes):4} passed"
             console.print(
-                f"  {run.side:8} -n {run.nprocs} {run.file:28} {run.status:12} "
-                f"{len(run.passes):4} passed  {run.wall_s:6.1f} s",
+                f"  {run.side:8} -n {run.nprocs} {run.file:28} {run.mode:6} {run.status:12} "
+                f"{what}  {run.wall_s:6.1f} s",
                 highlight=False,
             )
 

@@ -89,3 +89,17 @@ def test_a_file_running_no_test_on_our_side_fails_however_it_exited():
     row = harness.Row("test_x.py", 2, real, ours)
     assert row.ran_nothing and row.ratio == 0.0
     assert "ours ran 0 tests" in row.note()
+
+
+def test_a_rank_whose_unmodified_file_ran_no_test_fails_the_file():
+    harness = _harness()
+    log = "[1,0]<stderr>:Ran 52 tests in 0.006s\n[1,0]<stderr>:OK\n[1,1]<stderr>:OK\n"
+    assert harness.ran_counts(log, 2) == [52, 0]
+    passed = {"t.A.one": "pass"}
+    real = harness.Run("test_x.py", "openmpi", 2, "ok", 0, 1.0, passed)
+    ours = harness.Run("test_x.py", "pyopenib", 2, "ok", 0, 1.0, passed)
+    real_plain = harness.Run("test_x.py", "openmpi", 2, "ok", 0, 1.0, mode="plain", ran=[52, 52])
+    ours_plain = harness.Run("test_x.py", "pyopenib", 2, "ok", 0, 1.0, mode="plain", ran=[52, 0])
+    row = harness.Row("test_x.py", 2, real, ours, real_plain, ours_plain)
+    assert row.ratio == 1.0 and row.ran_nothing
+    assert "unmodified: ours ran [52, 0], real [52, 52]" in row.note()
