@@ -10,8 +10,10 @@ starts with ``ERRORS_RETURN`` unless its constructor passes the parent's on
 after printing its ``*** An error occurred`` block; a user handler is called with the
 object and the code, then the call raises ``MPI.Exception`` (the code MPI returns).
 
-Handlers are per rank and per object: one ``Handlers`` table per kind of object, keyed by
-the object's state (weakly, so a freed communicator takes its entry with it). mpi4py keeps
+Handlers are per rank and per object: each rank's table maps an object's state to its
+handler (weakly, so a freed communicator takes its entry with it). Classes get the calls
+from ``ErrhandlerMethods``; ``RoutedErrors`` also sends every ``MPI.Exception`` their
+methods raise through the object's handler, as an MPI call does. mpi4py keeps
 32 slots for the functions of user handlers of each kind and never frees one (a process
 creates at most 32); the 33rd raises ``RuntimeError``.
 """
@@ -38,8 +40,8 @@ __all__ = [
     "ErrhandlerMethods",
     "WinErrhandlers",
     "NAMES",
+    "RoutedErrors",
     "inherit",
-    "raise_error",
 ]
 
 _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
@@ -160,18 +162,6 @@ def inherit(parent_state, child_state) -> None:
     obj = table.of.get(parent_state)
     if obj is not None:
         table.of[child_state] = obj
-
-
-def raise_error(wrapper, state, code: int, call: str, kind: str = "communicator"):
-    """Apply the handler of ``state`` (whose Python object is ``wrapper``) to ``code``:
-    returns the ``MPI.Exception`` to raise, after a user handler ran; a fatal or abort
-    handler ends the job. Call sites: ``raise raise_error(self, st, code, "MPI_Send")``."""
-    obj = handler_of(state)
-    if obj.action == "user":
-        obj.fn(wrapper, code)
-    elif obj.action in _HANDLER_NAMES:
-        _fatal(obj, state, code, call, kind)
-    return Exception(code)
 
 
 def _fatal(obj: ErrhandlerObject, state, code: int, call: str, kind: str):
