@@ -310,3 +310,20 @@ def test_a_class_lacking_an_mpi4py_method_names_it_on_the_class_and_instances():
     with pytest.raises(AttributeError) as caught:
         _ = Mine().Get_nkeyz
     assert not isinstance(caught.value, NotImplementedError)
+
+
+def test_attributes_of_a_predefined_datatype_are_each_rank_s_own(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        from mpi4py import MPI
+        key = MPI.Datatype.Create_keyval()
+        if MPI.COMM_WORLD.rank == 0:
+            MPI.INT.Set_attr(key, "set by rank 0")
+        MPI.COMM_WORLD.Barrier()
+        print(MPI.COMM_WORLD.rank, MPI.INT.Get_attr(key))
+        """,
+        nprocs=2,
+    )
+    assert result.exit_code == 0, err
+    assert sorted(out.splitlines()) == ["0 set by rank 0", "1 None"]

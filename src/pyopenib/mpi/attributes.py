@@ -341,6 +341,28 @@ class DatatypeAttributes(AttributeMethods):
 
     def _attributes(self) -> Attributes:
         h = self._h
+        if h.predefined:
+            return _predefined_type_attributes(h)
         if h.attrs is None:
             h.attrs = Attributes()
         return h.attrs
+
+
+_RANK_TYPE_ATTRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NO_RANK_TYPE_ATTRS: dict[int, Attributes] = {}  # used outside a running job
+
+
+def _predefined_type_attributes(h) -> Attributes:
+    """A predefined datatype is one object for every rank of the job (and every job), but
+    its attributes are each process's own: one table per rank, by the type's id."""
+    rc = context.lookup()
+    if rc is None:
+        table = _NO_RANK_TYPE_ATTRS
+    else:
+        table = _RANK_TYPE_ATTRS.get(rc)
+        if table is None:
+            table = _RANK_TYPE_ATTRS[rc] = {}
+    attrs = table.get(h.fid)
+    if attrs is None:
+        attrs = table[h.fid] = Attributes()
+    return attrs
