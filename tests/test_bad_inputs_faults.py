@@ -4,7 +4,8 @@ group is left, and a trace being written is either complete or absent, never hal
 
 SIGINT goes to the whole process group, as a terminal sends it. The only time limit is
 the generous one a user would notice (5 s to exit); nothing else depends on timing.
-The benchmark variant (a few dozen moments) is ``benchmarks/ctrl_c.py``'s job, not CI's.
+CI interrupts at two moments; ``PYOPENIB_CTRL_C_MOMENTS=0,0.1,0.2,...`` (seconds after
+the command started working) runs the same checks at as many moments as you like.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 PYOPENIB = [str(Path(sys.executable).with_name("pyopenib"))]
 EXIT_WITHIN_S = 5
 START_WITHIN_S = 60
+MOMENTS = [float(x) for x in os.environ.get("PYOPENIB_CTRL_C_MOMENTS", "0,0.5").split(",")]
 
 LOOP = """\
 from mpi4py import MPI
@@ -108,7 +110,7 @@ def _trace_is_whole_or_absent(path: Path) -> None:
             json.loads(line)  # every line a whole event: no half-written file
 
 
-@pytest.mark.parametrize("after_s", [0.0, 0.5])
+@pytest.mark.parametrize("after_s", MOMENTS)
 def test_ctrl_c_during_run_exits_130_and_leaves_a_whole_trace(tmp_path, after_s):
     (tmp_path / "loop.py").write_text(LOOP)
     trace = tmp_path / "t.jsonl"
@@ -121,7 +123,7 @@ def test_ctrl_c_during_run_exits_130_and_leaves_a_whole_trace(tmp_path, after_s)
     assert trace.exists()  # the trace up to the interrupt is written
 
 
-@pytest.mark.parametrize("after_s", [0.0, 0.5])
+@pytest.mark.parametrize("after_s", MOMENTS)
 def test_ctrl_c_during_check_with_two_workers_exits_130_with_no_worker_left(tmp_path, after_s):
     argv = ["check", "bibw", "--credits-qp", "own", "--runs", "100000", "--jobs", "2"]
     proc = _start(argv, tmp_path)
@@ -131,12 +133,13 @@ def test_ctrl_c_during_check_with_two_workers_exits_130_with_no_worker_left(tmp_
     assert "interrupted" in out and "Traceback" not in out
 
 
-def test_ctrl_c_during_bench_with_workers_exits_130_and_writes_no_json(tmp_path):
+@pytest.mark.parametrize("after_s", MOMENTS)
+def test_ctrl_c_during_bench_with_workers_exits_130_and_writes_no_json(tmp_path, after_s):
     result = tmp_path / "r.json"
     argv = ["bench", "--test", "bw", "--max-size", "1048576", "--jobs", "2", "--json", "r.json"]
     proc = _start(argv, tmp_path)
     _wait_for(proc, b"points on 2 processes")
-    code, out = _interrupt(proc, 0.5)
+    code, out = _interrupt(proc, after_s)
     assert code == 130, out
     assert "Traceback" not in out
     assert not result.exists()

@@ -59,8 +59,23 @@ class Workers:
         if self.dask is not None:
             self._connect_dask()
         elif self.jobs > 1:
-            self._pool = multiprocessing.Pool(self.jobs, initializer=_ignore_sigint)
+            self._start_pool()
         return self
+
+    def _start_pool(self) -> None:
+        """Fork the workers with SIGINT blocked, so that none can receive a Ctrl-C before
+        it ignores SIGINT (a worker dying of KeyboardInterrupt while starting left
+        ``terminate`` waiting for it); a Ctrl-C meanwhile waits and is raised here, once
+        the pool exists and can be stopped."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._pool = multiprocessing.Pool(self.jobs, initializer=_ignore_sigint)
+        finally:
+            try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            except BaseException:
+                self.__exit__(KeyboardInterrupt, None, None)
+                raise
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self._pool is not None:
@@ -105,5 +120,7 @@ class Workers:
 
 
 def _ignore_sigint() -> None:
-    """Worker initializer: Ctrl-C is the parent's to handle (it terminates the pool)."""
+    """Worker initializer: Ctrl-C is the parent's to handle (it terminates the pool).
+    The worker was forked with SIGINT blocked; ignored from now on, it may be unblocked."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
