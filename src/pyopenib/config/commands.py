@@ -92,12 +92,18 @@ def job_settings(cli_pairs=(), presets=()) -> McaContext:
     once, before any work; an error in those files is refused here."""
     ctx = load_mca_from_process(list(cli_pairs), presets)
     _echo_warnings(ctx)
+    _ini_table(ctx)
+    return ctx
+
+
+def _ini_table(ctx: McaContext):
+    """The device-params files ``ctx`` names, their warnings printed, an error refused."""
     table = load_device_params(_param_files(ctx), strict=False)
     for diagnostic in table.diagnostics:
         if diagnostic.severity == "warning":
             click.echo(f"pyopenib: {diagnostic}", err=True)  # FILE:LINE: warning: ...
     table.raise_on_errors()
-    return ctx
+    return table
 
 
 def check_job_devices(ctx: McaContext, models, min_largest: int = 0, what: str = "") -> list:
@@ -141,7 +147,7 @@ def info(level, parsable, show_all, mca, device, vendor_id, part_id, devices_fil
     for line in render(ctx, level_number, include_generic=show_all):
         click.echo(line)
     if selection is not None:
-        settings = effective_settings(ctx, *selection)
+        settings = effective_settings(ctx, *selection, _ini_table(ctx))
         if not parsable:
             click.echo()
         for line in render_effective(settings, parsable=parsable):
