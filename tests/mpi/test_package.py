@@ -14,8 +14,10 @@ from pyopenib.mpi import run_job
 from pyopenib.mpi.package import SUBMODULES
 
 from .loopback_btl import make_loopback_btls
+from .test_mpi_differential import _our_output, _real_output
 
 MPI4PY_TESTS = Path("/tmp/mpi4py-sdist/mpi4py-4.1.2/test")
+PROGRAMS = Path(__file__).parent / "programs"
 
 
 def _run(tmp_path, source, nprocs=1, path=None):
@@ -164,3 +166,8 @@ def test_mpi4pys_own_toplevel_tests_pass_unmodified(tmp_path):
     result, _, err = _run(tmp_path, None, path=MPI4PY_TESTS / "test_toplevel.py")
     assert result.exit_code == 0, err
     assert "Ran 7 tests" in err and "\nOK" in err
+
+
+def test_util_sync_sequential_counter_mutex_condition_print_what_real_open_mpi_prints():
+    program = PROGRAMS / "util_sync_basic.py"
+    assert _our_output(program, 3, make_loopback_btls) == _real_output(program, 3)
