@@ -626,6 +626,22 @@ CASES = [
         1,
         "--part-id",
     ),
+    case(
+        "run-timeout-huge", ["run", "-n", "2", "--timeout", "1e300", "{tmp}/ok.py"], 2, "<= 1e+09"
+    ),
+    case(
+        "check-labels-unknown",
+        [*CHECK, "--exhaustive", "--labels", "foo"],
+        2,
+        "labelled foo",
+        "nic.recv_wqe",
+    ),
+    case(
+        "bench-bw-only-size-0",
+        ["bench", "--test", "bw", "--sizes", "0", "--jobs", "1"],
+        1,
+        "nothing to measure",
+    ),
     # -- program errors ------------------------------------------------------------------
     case(
         "run-os-exit-on-one-rank",

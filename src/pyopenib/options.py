@@ -60,8 +60,9 @@ class DeviceName(click.ParamType):
         return text
 
 
-SECONDS = FiniteFloat(0.0, low_open=True)
-"""A positive, finite number of seconds."""
+SECONDS = FiniteFloat(0.0, high=1e9, low_open=True)
+"""A positive number of seconds, at most 10^9 (about 32 years): simulated time is an
+integer of picoseconds, and ``1e300`` seconds of it is no number at all."""
 
 CPU_SCALE = FiniteFloat(0.0)
 """A finite factor >= 0 (0 turns CPU charging off)."""

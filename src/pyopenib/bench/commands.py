@@ -35,23 +35,27 @@ register_topics(
     {
         "bench-bad-sizes": "--sizes {value!r}: {reason} (expected sizes in bytes, e.g. 1,8,64,4K,1M)",
         "bench-size-choice": "give either --sizes or --max-size, not both",
+        "bench-no-points": (
+            "nothing to measure: the bandwidth and message-rate tests start at 1 byte, and "
+            "the sizes are {sizes}"
+        ),
     }
 )
 
 
 def _size(token: str) -> int:
-    scale = {"K": 1 << 10, "M": 1 << 20}.get(token[-1:].upper(), 1)
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(token[-1:].upper(), 1)
     digits = token[:-1] if scale > 1 else token
     if not digits.isdigit():
         raise ValueError(f"{token!r} is not a size")
     size = int(digits) * scale
     if size > MAX_SIZE:
-        raise ValueError(f"{token!r} is above the largest size, {MAX_SIZE} bytes (1G)")
+        raise ValueError(f"{token!r} is above the largest size, 1G ({MAX_SIZE} bytes)")
     return size
 
 
 def parse_sizes(value: str) -> list[int]:
-    """``1,8,64,4K,1M`` -> sorted unique byte counts (0 is allowed: latency only)."""
+    """``1,8,64,4K,1M,1G`` -> sorted unique byte counts (0 is allowed: latency only)."""
     tokens = [t.strip() for t in value.split(",") if t.strip()]
     if not tokens:
         raise PyopenibError("bench-bad-sizes", value=value, reason="no sizes")
@@ -154,6 +158,8 @@ def bench(
     pairs = [(k, v) for k, v in ctx.explicit_pairs() if k != "btl_openib_credits_qp"]
     preflight(devices, policies, pairs)
     points = plan_points(tests, devices, policies, size_list, iterations, pairs)
+    if not points:
+        raise PyopenibError("bench-no-points", sizes=", ".join(map(str, size_list)))
     where = f"Dask ({dask})" if dask else ("inline" if jobs == 1 else f"{jobs} processes")
     click.echo(f"pyopenib bench: {len(points)} points on {where}", err=True)
     results = run_sweep(points, jobs=jobs, dask=dask)

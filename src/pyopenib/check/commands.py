@@ -23,6 +23,23 @@ CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
 """Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
 
 
+class _LabelsSeen(NominalOracle):
+    """Nominal timing that remembers the labels of the choice points it answered, so
+    that ``--labels`` naming none of them is refused instead of exploring one execution
+    and calling it every one."""
+
+    def __init__(self):
+        self.labels: set[str] = set()
+
+    def choose(self, label: str, n: int) -> int:
+        self.labels.add(label)
+        return super().choose(label, n)
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        self.labels.add(label)
+        return super().duration(label, lo, nominal, hi)
+
+
 def _shrink_iterations(passes, iterations: int) -> int:
     """Fewer fragments per rank that still fail (binary search; failure need not be
     monotone in the count, so the result is checked and ``iterations`` kept otherwise)."""
@@ -133,7 +150,14 @@ def check(
     pairs = ctx.explicit_pairs()
     common = dict(device=device, peer_device=peer_device, mca_pairs=pairs)
     run = scenario_runner(name, iterations=iterations, **common)
-    run(NominalOracle())  # a bad device or MCA value: one clear error here, not in a worker
+    nominal = _LabelsSeen()
+    run(nominal)  # a bad device or MCA value: one clear error here, not in a worker
+    if exhaustive and label_set is not None and not label_set & nominal.labels:
+        raise click.BadParameter(
+            f"no choice point of {name} is labelled {', '.join(sorted(label_set))}; "
+            f"its labels: {', '.join(sorted(nominal.labels))}",
+            param_hint="--labels",
+        )
     policy = ctx.get("btl_openib_credits_qp")
     click.echo(f"{name} on {device}, credits_qp {policy}, {iterations} fragments per rank")
     try:
