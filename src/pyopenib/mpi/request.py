@@ -134,8 +134,9 @@ class PmlOperation(Operation):
     def peek(self) -> tuple:
         preq = self.preq
         if self.is_recv:
-            error = ERR_TRUNCATE if preq.truncated else 0
-            return (preq.source, preq.tag, error, preq.count, preq.cancelled)
+            if preq.truncated:  # Open MPI reports the length that was sent
+                return (preq.source, preq.tag, ERR_TRUNCATE, preq.sent, preq.cancelled)
+            return (preq.source, preq.tag, 0, preq.count, preq.cancelled)
         if preq is EAGER_SENT or self.envelope is None:
             return INLINE_SEND
         return (self.envelope[0], self.envelope[1], 0, len(preq.data), preq.cancelled)
@@ -143,7 +144,7 @@ class PmlOperation(Operation):
     def take(self):
         fields = self.peek()
         finish = self.finish
-        if finish is None or fields[4]:
+        if finish is None or fields[4] or fields[2]:
             return fields, None
         return fields, finish(self.preq, fields)
 
@@ -165,7 +166,9 @@ class _PersistentOperation(Operation):
         self.label = label
 
     def begin(self) -> None:
-        if self.active is not None:
+        # Open MPI refuses to restart a transfer still in progress; one that completed in
+        # the PML (an eager send) may start again before it was waited for
+        if self.active is not None and not self.active.ready():
             raise Exception(ERR_REQUEST)
         self.active = self.start()
 
@@ -295,8 +298,8 @@ def finish_recv(preq, status: Status | None) -> None:
     """What Wait does with a completed receive, for the blocking calls that need no
     ``Request`` object: fill the status, raise ``ERR_TRUNCATE`` if the message was cut."""
     if status is not None:
-        error = ERR_TRUNCATE if preq.truncated else 0
-        status._fill(preq.source, preq.tag, error, preq.count, preq.cancelled)
+        count = preq.sent if preq.truncated else preq.count
+        status._fill(preq.source, preq.tag, status._error, count, preq.cancelled)
     if preq.truncated:
         raise Exception(ERR_TRUNCATE)
 
@@ -304,6 +307,14 @@ def finish_recv(preq, status: Status | None) -> None:
 def _fill(status, fields) -> None:
     if status is not None:
         status._fill(*fields)
+
+
+def _fill_single(status, fields) -> None:
+    """A single completion's status (Wait, Test, Waitany, Testany): Open MPI leaves its
+    ``MPI_ERROR`` alone ("Do *NOT* set status->MPI_ERROR here!", MPI-1.1 sec. 3.2.5);
+    the error is the call's return code."""
+    if status is not None:
+        status._fill(fields[0], fields[1], status._error, fields[3], fields[4])
 
 
 def _ops(requests) -> list:
@@ -413,7 +424,7 @@ class Request:
         fields, value = op.take()
         if not op.persistent:
             self._op = None
-        _fill(status, fields)
+        _fill_single(status, fields)
         if fields[2]:
             raise Exception(fields[2])
         return value
@@ -575,7 +586,7 @@ class Request:
                 return UNDEFINED, False, None
         i = done[0]
         fields, value = cls._consume(requests, ops, i)
-        _fill(status, fields)
+        _fill_single(status, fields)
         if fields[2]:
             raise Exception(fields[2])
         return i, True, value

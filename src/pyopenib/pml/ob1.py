@@ -224,6 +224,8 @@ class Pml:
             if req in posted:
                 posted.remove(req)
                 req.cancelled = True
+                req.source = ANY_SOURCE  # Open MPI: a cancelled receive's status is empty
+                req.tag = ANY_TAG
                 self._done(req)
                 return True
         return False
@@ -324,7 +326,7 @@ class Pml:
         RDMA writes and the FIN, unless the RTS carried everything)."""
         req.source = frag.source
         req.tag = frag.tag
-        total = frag.total
+        total = req.sent = frag.total
         buf = req.buffer
         if buf is None:
             target = np.empty(total, dtype=_U8)
@@ -400,7 +402,7 @@ def _fill_eager(req: RecvRequest, source: int, tag: int, payload) -> None:
     """Complete ``req`` with an eager payload (the caller unlinks it from the queues)."""
     req.source = source
     req.tag = tag
-    n = len(payload)
+    n = req.sent = len(payload)
     buf = req.buffer
     if buf is None:
         req.data = np.frombuffer(bytes(payload), _U8)

@@ -49,8 +49,8 @@ class SendRequest(PmlRequest):
 
 class RecvRequest(PmlRequest):
     """A receive; after completion ``source``/``tag`` are the matched sender's (communicator
-    rank, tag), ``count`` the bytes stored and ``truncated`` whether more were sent than the
-    buffer holds. ``buffer`` None means "allocate at match time" (pickle receives):
+    rank, tag), ``count`` the bytes stored, ``sent`` the bytes the message carried and
+    ``truncated`` whether more were sent than the buffer holds. ``buffer`` None means "allocate at match time" (pickle receives):
     ``data`` is then the whole message (a read-only uint8 array)."""
 
     __slots__ = (
@@ -61,6 +61,7 @@ class RecvRequest(PmlRequest):
         "source",
         "tag",
         "count",
+        "sent",
         "truncated",
         "data",
         "_target",
@@ -79,6 +80,7 @@ class RecvRequest(PmlRequest):
         self.source = source
         self.tag = tag
         self.count = 0
+        self.sent = 0
         self.truncated = False
         self.data = None
         self._target = None
