@@ -2,6 +2,7 @@
 ``__init__``), ``mpi4py.rc`` as module and callable, and the submodule registry."""
 
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pyopenib.mpi import run_job
 from pyopenib.mpi.package import SUBMODULES
 
 from .loopback_btl import make_loopback_btls
-from .test_mpi_differential import _our_output, _real_output
+from .test_mpi_differential import _our_output, _real_output, _split_tagged
 
 MPI4PY_TESTS = Path("/tmp/mpi4py-sdist/mpi4py-4.1.2/test")
 PROGRAMS = Path(__file__).parent / "programs"
@@ -171,3 +172,38 @@ def test_mpi4pys_own_toplevel_tests_pass_unmodified(tmp_path):
 def test_util_sync_sequential_counter_mutex_condition_print_what_real_open_mpi_prints():
     program = PROGRAMS / "util_sync_basic.py"
     assert _our_output(program, 3, make_loopback_btls) == _real_output(program, 3)
+
+
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_mpicommexecutor_prints_what_real_open_mpi_prints(nprocs):
+    program = PROGRAMS / "futures_comm.py"
+    assert _our_output(program, nprocs, make_loopback_btls) == _real_output(program, nprocs)
+
+
+def _real_futures_output(program: Path, nprocs: int) -> dict[int, list[str]]:
+    """``mpirun -n N python -m mpi4py.futures program``: rank 0 runs it, the rest serve."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun is not installed")
+    pytest.importorskip("mpi4py")
+    cmd = ["mpirun", "--oversubscribe", "--tag-output", "-n", str(nprocs)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    cmd += [sys.executable, "-m", "mpi4py.futures", str(program)]
+    env = dict(os.environ, OMPI_MCA_btl="self,vader")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return _split_tagged(proc.stdout, nprocs)
+
+
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_mpipoolexecutor_on_fixed_ranks_prints_what_python_m_mpi4py_futures_prints(nprocs):
+    program = PROGRAMS / "futures_pool.py"
+    ours = _our_output(program, nprocs, make_loopback_btls)
+    assert ours == _real_futures_output(program, nprocs)
+
+
+@pytest.mark.skipif(not MPI4PY_TESTS.is_dir(), reason="mpi4py 4.1.2's sdist is not unpacked")
+def test_mpi4pys_util_pool_tests_pass_unmodified_on_one_rank(tmp_path):
+    result, _, err = _run(tmp_path, None, path=MPI4PY_TESTS / "test_util_pool.py")
+    assert result.exit_code == 0, err
+    assert "Ran 40 tests" in err and "\nOK" in err
