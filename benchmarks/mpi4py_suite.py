@@ -649,7 +649,7 @@ def main(argv: Sequence[str] = ("--cache-real",)) -> int:
                 highlight=False,
             )
 
-    started = datetime.now(UTC)
+    started, commit = datetime.now(UTC), _git_head()
     try:
         rows, vers = suite.compare(progress)
     except SuiteUnavailable as exc:
@@ -672,9 +672,8 @@ def main(argv: Sequence[str] = ("--cache-real",)) -> int:
                     markup=False,
                 )
     header = (
-        f"Measured {started:%Y-%m-%d %H:%M} UTC at commit {_git_head()}; "
-        + ", ".join(f"{k} {v}" for k, v in vers.items())
-        + "\n"
+        f"Measured {started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC, working tree at "
+        f"commit {commit} when it started; " + ", ".join(f"{k} {v}" for k, v in vers.items()) + "\n"
     )
     if args.md:
         args.md.parent.mkdir(parents=True, exist_ok=True)
@@ -686,7 +685,7 @@ def main(argv: Sequence[str] = ("--cache-real",)) -> int:
             overall[str(n)] = {"real_passes": real, "matched": matched}
         doc = {
             "measured_at": f"{started:%Y-%m-%dT%H:%M:%SZ}",
-            "commit": _git_head(),
+            "commit": commit,
             "versions": vers,
             "nprocs": list(suite.nprocs),
             "overall": overall,
