@@ -45,10 +45,11 @@ test: openmpi $(STAMP_TEST) lint
 bench: $(STAMP_BENCH)
 	$(PY) benchmarks/run_all.py
 
-# mpi4py's own test suite, every file at -n 1, 2 and 4, on real Open MPI and on pyopenib
-# (real's results cached per installed versions); the table also goes to build/.
+# mpi4py's own test suite, every file at -n 1, 2 and 4, on real Open MPI and on pyopenib,
+# through the recording driver and run unmodified (real's results cached per installed
+# versions); the table also goes to build/.
 mpi4py-suite: openmpi $(STAMP_TEST)
-	$(PY) benchmarks/mpi4py_suite.py --cache-real --md build/mpi4py-suite.md --json build/mpi4py-suite.json
+	$(PY) benchmarks/mpi4py_suite.py --cache-real --unmodified --md build/mpi4py-suite.md --json build/mpi4py-suite.json
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache
