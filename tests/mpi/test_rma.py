@@ -302,3 +302,36 @@ def test_dynamic_window_put_to_an_unattached_address_fails_with_rma_range(tmp_pa
     lines = out.splitlines()
     assert "range True" in lines and "[0, 42, 0, 0]" in lines
     assert lines.count("detach-again True") == 2
+
+
+def test_freed_windows_and_detached_regions_release_their_registrations(tmp_path):
+    btls = []
+    inner = _openib()
+
+    def make_btls(sim, nprocs):
+        btls.extend(inner(sim, nprocs))
+        return btls
+
+    source = """
+        import numpy as np
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        for i in range({windows}):
+            win = MPI.Win.Allocate(4096, comm=comm)
+            win.Fence()
+            win.Put(np.full(64, i, "u1"), 1 - comm.rank)
+            win.Fence()
+            win.Free()
+            dyn = MPI.Win.Create_dynamic(comm=comm)
+            region = np.zeros(256, "u1")
+            dyn.Attach(region)
+            dyn.Detach(region)
+            dyn.Free()
+        """
+    pinned = []
+    for windows in (2, 40):
+        btls.clear()
+        result, out, err = _run(tmp_path, source.format(windows=windows), 2, make_btls)
+        assert result.exit_code == 0, err
+        pinned.append([(b.registrations.live, b.registrations.pinned_bytes) for b in btls])
+    assert pinned[0] == pinned[1]  # 38 more windows and regions: nothing more held

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .coll_comms import CommConstructors, CommState, IntraConstructors
 from .coll_methods import Collectives, IntraCollectives
 from .context import JobAborted, current
+from .dynproc import DynamicComm, DynamicIntracomm
 from .errors import ERROR_CLASSES, Exception
 from .p2p import PointToPoint
 
@@ -20,7 +21,7 @@ TAG_UB = 0
 """Attribute key of ``Get_attr`` for the largest tag (Open MPI: 2**31 - 1)."""
 
 
-class Comm(PointToPoint, CommConstructors, Collectives):
+class Comm(PointToPoint, CommConstructors, Collectives, DynamicComm):
     """``MPI.Comm``. ``Comm(comm)`` is another object for the same communicator; the
     point-to-point methods come from ``p2p``, the collectives and constructors from
     ``coll_methods`` and ``coll_comms``."""
@@ -104,7 +105,7 @@ class Comm(PointToPoint, CommConstructors, Collectives):
         raise JobAborted(current().rank, errorcode, st.name or "communicator")
 
 
-class Intracomm(IntraCollectives, IntraConstructors, Comm):
+class Intracomm(IntraCollectives, IntraConstructors, DynamicIntracomm, Comm):
     """``MPI.Intracomm``: a communicator within one group (prefix reductions,
     topologies and intercommunicators are built from it)."""
 

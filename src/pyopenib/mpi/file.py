@@ -41,7 +41,7 @@ from .buffers import message
 from .comm import Comm
 from .constants import IO_MODES
 from .datatypes import DATATYPES
-from .errhandler import ErrhandlerMethods
+from .errhandler import RoutedErrors
 from .errors import ERROR_CLASSES, Exception
 from .info import Info
 from .request import completed_request
@@ -220,7 +220,7 @@ class _NullFile:
 _NULL_FILE = _NullFile()
 
 
-class File(ErrhandlerMethods):
+class File(RoutedErrors):
     """``MPI.File``. ``File()`` is the null file handle."""
 
     __slots__ = ("_f", "__weakref__")

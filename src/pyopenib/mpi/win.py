@@ -29,58 +29,33 @@ import numpy as np
 
 from ..pml.osc import DONE, OscError, OscModule
 from . import pack
+from .attributes import WinAttributes, attributes_of, delete_attributes
 from .buffers import as_bytes, message
 from .comm import Comm, Intracomm
+from .constants import RMA, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE
 from .context import current
+from .errhandler import WinErrhandlers
 from .errors import ERROR_CLASSES, Exception
+from .info import Info
+from .memory import buffer
 from .ops import OPS
-from .request import Request
-from .status import PROC_NULL, UNDEFINED
+from .request import Operation, Request, completed_request, wrap
+from .status import PROC_NULL, UNDEFINED, empty_fields
 
-__all__ = [
-    "LOCK_EXCLUSIVE",
-    "LOCK_SHARED",
-    "MODES",
-    "NAMES",
-    "WIN_ATTRS",
-    "WIN_NULL",
-    "Win",
-]
+__all__ = ["NAMES", "WIN_NULL", "Win"]
 
 _ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
 
-LOCK_EXCLUSIVE = 1
-LOCK_SHARED = 2
-
-MODES = {
-    "MODE_NOCHECK": 1,
-    "MODE_NOPRECEDE": 2,
-    "MODE_NOPUT": 4,
-    "MODE_NOSTORE": 8,
-    "MODE_NOSUCCEED": 16,
-}
-"""RMA assertions (Open MPI's values). Only NOCHECK and NOSUCCEED change what is done."""
-_NOCHECK = MODES["MODE_NOCHECK"]
-_NOSUCCEED = MODES["MODE_NOSUCCEED"]
-
-WIN_ATTRS = {
-    "WIN_BASE": 7,
-    "WIN_SIZE": 8,
-    "WIN_DISP_UNIT": 9,
-    "WIN_CREATE_FLAVOR": 10,
-    "WIN_FLAVOR": 10,
-    "WIN_MODEL": 11,
-    "WIN_FLAVOR_CREATE": 1,
-    "WIN_FLAVOR_ALLOCATE": 2,
-    "WIN_FLAVOR_DYNAMIC": 3,
-    "WIN_FLAVOR_SHARED": 4,
-    "WIN_SEPARATE": 1,
-    "WIN_UNIFIED": 0,
-}
-"""Window attribute keyvals, flavors and memory models (Open MPI's values)."""
-_WIN_BASE, _WIN_SIZE, _WIN_DISP_UNIT, _WIN_FLAVOR, _WIN_MODEL = 7, 8, 9, 10, 11
-_CREATE, _ALLOCATE, _DYNAMIC, _SHARED = 1, 2, 3, 4
-_UNIFIED = 0
+LOCK_EXCLUSIVE = RMA["LOCK_EXCLUSIVE"]
+LOCK_SHARED = RMA["LOCK_SHARED"]
+_NOCHECK = RMA["MODE_NOCHECK"]
+_NOSUCCEED = RMA["MODE_NOSUCCEED"]
+_CREATE = RMA["WIN_FLAVOR_CREATE"]
+_ALLOCATE = RMA["WIN_FLAVOR_ALLOCATE"]
+_DYNAMIC = RMA["WIN_FLAVOR_DYNAMIC"]
+_SHARED = RMA["WIN_FLAVOR_SHARED"]
+_UNIFIED = RMA["WIN_UNIFIED"]
+"""Only NOCHECK and NOSUCCEED among the assertions change what is done."""
 
 _OSC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """Each rank's osc component (keyed by its ``RankContext``), made at its first window."""
@@ -154,8 +129,6 @@ class WinState:
         """Allocate_shared: (segment, [(offset, size, disp_unit) per rank])."""
         self.name = ""
         self.info = None
-        self.attrs: dict[int, object] = {}
-        self.errhandler = None
         self.fence = False
         self.locks: dict[int, tuple[bool, bool]] = {}
         """Locked targets: (exclusive, taken with MODE_NOCHECK)."""
@@ -180,23 +153,31 @@ def _wait(rc, reqs, call: str) -> None:
             raise _error("ERR_RMA_RANGE")
 
 
-class _RmaRequest:
-    """The PML-request face of a request-based RMA call (``Rput``...): complete when the
-    operation completed at the target."""
+class _RmaOperation(Operation):
+    """The operation behind a request-based RMA call's ``Request`` (``Rput``...):
+    complete when the RMA operation completed at the target; completing it runs
+    ``done`` (the fetched result reaches the user's layout). Its status is the empty
+    one, as Open MPI's osc requests report."""
 
-    __slots__ = ("_r", "cancelled", "label")
+    __slots__ = ("req", "done", "label")
 
-    def __init__(self, r):
-        self._r = r
-        self.cancelled = False
-        self.label = r.label
+    def __init__(self, req, done):
+        self.req = req
+        self.done = done
+        self.label = req.label
 
-    @property
-    def complete(self) -> bool:
-        return self._r.complete
+    def ready(self) -> bool:
+        return self.req.complete
+
+    def peek(self) -> tuple:
+        return empty_fields()
+
+    def take(self):
+        self.done()
+        return empty_fields(), None
 
 
-class Win:
+class Win(WinAttributes, WinErrhandlers):
     """``MPI.Win``. ``Win()`` is the null window."""
 
     __slots__ = ("_w", "__weakref__")
@@ -325,7 +306,7 @@ class Win:
         if not 0 <= rank < len(parts):
             raise _error("ERR_RANK")
         start, n, unit = parts[rank]
-        return memoryview(segment[start : start + n]), unit
+        return segment[start : start + n].view(buffer), unit
 
     def Attach(self, memory) -> None:
         w = self._s()
@@ -342,6 +323,7 @@ class Win:
         for i, r in enumerate(w.osc.attached):
             if r.address == address:
                 del w.osc.attached[i]
+                w.osc.osc.release(r)
                 return
         raise _error("ERR_RMA_ATTACH")
 
@@ -351,6 +333,7 @@ class Win:
         _wait(w.rc, w.requests, "MPI_Win_free")
         w.requests = []
         w.comm.Barrier()
+        delete_attributes(self, attributes_of(w))
         w.osc.osc.remove_window(w.osc)
         if w.shared is not None and w.st.rank == 0:
             _SEGMENTS.get(w.rc.job, {}).pop(w.shared[2], None)
@@ -383,27 +366,21 @@ class Win:
 
     def Get_attr(self, keyval: int):
         w = self._s()
-        if keyval == _WIN_BASE:
+        if keyval == WIN_BASE:
             return self._base()
-        if keyval == _WIN_SIZE:
+        if keyval == WIN_SIZE:
             return 0 if w.memory is None else len(w.memory)
-        if keyval == _WIN_DISP_UNIT:
+        if keyval == WIN_DISP_UNIT:
             return w.disp_unit
-        if keyval == _WIN_FLAVOR:
+        if keyval == WIN_CREATE_FLAVOR:
             return w.flavor
-        if keyval == _WIN_MODEL:
+        if keyval == WIN_MODEL:
             return _UNIFIED
-        return w.attrs.get(keyval)
-
-    def Set_attr(self, keyval: int, attrval) -> None:
-        self._s().attrs[keyval] = attrval
-
-    def Delete_attr(self, keyval: int) -> None:
-        self._s().attrs.pop(keyval, None)
+        return super().Get_attr(keyval)
 
     @property
     def attrs(self) -> tuple[int, int, int]:
-        return self.Get_attr(_WIN_BASE), self.Get_attr(_WIN_SIZE), self.Get_attr(_WIN_DISP_UNIT)
+        return self.Get_attr(WIN_BASE), self.Get_attr(WIN_SIZE), self.Get_attr(WIN_DISP_UNIT)
 
     @property
     def flavor(self) -> int:
@@ -414,12 +391,10 @@ class Win:
         self._s()
         return _UNIFIED
 
-    def tomemory(self) -> memoryview:
+    def tomemory(self) -> buffer:
+        """The window's memory as ``MPI.buffer`` (empty for a dynamic window)."""
         m = self._s().memory
-        return memoryview(np.empty(0, np.uint8) if m is None else m)
-
-    def __buffer__(self, flags: int) -> memoryview:
-        return self.tomemory()
+        return buffer() if m is None else m.view(buffer)
 
     def Get_name(self) -> str:
         if self._w is None:
@@ -443,7 +418,7 @@ class Win:
     def Get_info(self):
         """The window's hints: a copy of what was given (Open MPI keeps none of its own)."""
         info = self._s().info
-        return info.Dup() if info else _new_info()
+        return info.Dup() if info else Info.Create()
 
     @property
     def info(self):
@@ -521,7 +496,7 @@ class Win:
     # -- communication ------------------------------------------------------------------
     def _put(self, origin, target_rank, target, label):
         w = self._s()
-        msg = message(origin)
+        msg = message(origin, peer=target_rank)
         if not self._target(w, target_rank):
             return DONE
         disp, count, dt = _target_spec(target, msg)
@@ -532,7 +507,7 @@ class Win:
 
     def _get(self, origin, target_rank, target, label):
         w = self._s()
-        msg = message(origin, writable=True)
+        msg = message(origin, writable=True, peer=target_rank)
         if not self._target(w, target_rank):
             return DONE
         disp, count, dt = _target_spec(target, msg)
@@ -544,8 +519,8 @@ class Win:
     def _acc(self, origin, result, target_rank, target, op, label):
         w = self._s()
         name = _op_name(op)
-        omsg = message(origin) if origin is not None else None
-        rmsg = message(result, writable=True) if result is not None else None
+        omsg = message(origin, peer=target_rank) if origin is not None else None
+        rmsg = message(result, writable=True, peer=target_rank) if result is not None else None
         if not self._target(w, target_rank):
             return DONE
         like = omsg if omsg is not None and (name != "NO_OP" or rmsg is None) else rmsg
@@ -577,26 +552,52 @@ class Win:
     def Get_accumulate(self, origin, result, target_rank: int, target=None, op=None) -> None:
         self._acc(origin, result, target_rank, target, _sum(op), "MPI_Get_accumulate")
 
+    def _single(self, w: WinState, origin, compare, result, target_rank: int):
+        """The fetch-and-op / compare-and-swap checks of mpi4py: one element each, of one
+        datatype; None for PROC_NULL, else (origin, compare, result) messages."""
+        omsg = message(origin, peer=target_rank)
+        cmsg = None if compare is None else message(compare, peer=target_rank)
+        rmsg = message(result, writable=True, peer=target_rank)
+        if target_rank == PROC_NULL:
+            return None
+        named = [("origin", omsg), ("compare", cmsg), ("result", rmsg)]
+        for what, m in named:
+            if m is not None and m.count != 1:
+                raise ValueError(f"{what}: expecting a single element, got {m.count}")
+        for what, m in named[1:]:
+            if m is not None and m.datatype != omsg.datatype:
+                raise ValueError(f"mismatch in origin and {what} MPI datatypes")
+        self._target(w, target_rank)
+        return omsg, cmsg, rmsg
+
     def Fetch_and_op(self, origin, result, target_rank: int, target_disp: int = 0, op=None) -> None:
-        rmsg = message(result, writable=True)
-        spec = (target_disp, 1, rmsg.datatype)
-        one = [rmsg.data[: rmsg.datatype.extent], rmsg.datatype]
-        origin_one = None
-        if origin is not None:
-            omsg = message(origin)
-            origin_one = [omsg.data[: omsg.datatype.extent], omsg.datatype]
-        self._acc(origin_one, one, target_rank, spec, _sum(op), "MPI_Fetch_and_op")
+        w = self._s()
+        msgs = self._single(w, origin, None, result, target_rank)
+        if msgs is None:
+            return
+        omsg, _, rmsg = msgs
+        name = _op_name(_sum(op))
+        dt = omsg.datatype
+        runs = self._runs(w, target_rank, target_disp, 1, dt)
+        data = None if name == "NO_OP" else omsg.data
+        element = _element_dtype(dt)
+        self._issue(
+            w,
+            lambda: w.osc.accumulate(
+                target_rank, data, runs, element, name, rmsg.data, "MPI_Fetch_and_op"
+            ),
+            rmsg.finish,
+        )
 
     def Compare_and_swap(
         self, origin, compare, result, target_rank: int, target_disp: int = 0
     ) -> None:
         w = self._s()
-        omsg, cmsg = message(origin), message(compare)
-        rmsg = message(result, writable=True)
-        if not self._target(w, target_rank):
+        msgs = self._single(w, origin, compare, result, target_rank)
+        if msgs is None:
             return
-        dt = omsg.datatype
-        ((offset, n),) = self._runs(w, target_rank, target_disp, 1, dt)
+        omsg, cmsg, rmsg = msgs
+        ((offset, n),) = self._runs(w, target_rank, target_disp, 1, omsg.datatype)
         self._issue(
             w,
             lambda: w.osc.compare_and_swap(
@@ -609,13 +610,13 @@ class Win:
         """A request-based call's ``Request``: complete when the operation completed at
         the target (and, for the fetching ones, its result reached the user's buffer)."""
         if req is DONE:
-            return Request(None, "send")
+            return completed_request(empty_fields())
 
-        def finish(_):
+        def done():
             self._finish(w)
             w.requests = [r for r in w.requests if r is not req]
 
-        return Request(_RmaRequest(req), "send", finish, req.label)
+        return wrap(_RmaOperation(req, done))
 
     def Rput(self, origin, target_rank: int, target=None):
         return self._request(self._s(), self._put(origin, target_rank, target, "MPI_Rput"))
@@ -820,12 +821,6 @@ def _sum(op):
     return OPS["SUM"] if op is None else op
 
 
-def _new_info():
-    from . import info
-
-    return info.Info.Create()
-
-
 def _is_bottom(memory) -> bool:
     """mpi4py's ``BOTTOM`` (address 0): a window without memory of its own."""
     return (isinstance(memory, int) and memory == 0) or repr(memory) == "BOTTOM"
@@ -874,12 +869,5 @@ def _target_spec(target, msg) -> tuple[int, int, object]:
 
 WIN_NULL = Win()
 
-NAMES = {
-    "Win": Win,
-    "WIN_NULL": WIN_NULL,
-    "LOCK_EXCLUSIVE": LOCK_EXCLUSIVE,
-    "LOCK_SHARED": LOCK_SHARED,
-    **MODES,
-    **WIN_ATTRS,
-}
-"""What ``mpi4py.MPI`` exports from this module."""
+NAMES = {"Win": Win, "WIN_NULL": WIN_NULL}
+"""What ``mpi4py.MPI`` exports from this module (its constants come from ``constants``)."""

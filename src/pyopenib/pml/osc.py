@@ -6,8 +6,8 @@ What goes where, as osc/rdma does it over a BTL:
   openib BTL posts them on its last QP, Open MPI's ``rdma_qp``; a peer on the same node
   goes through the sm BTL's single copy). The origin's bytes travel through a registered
   bounce buffer from a small pool (osc/rdma's buffered put for small transfers; here for
-  all sizes, so no user buffer is ever registered and left registered: the BTL interface
-  has no deregistration).
+  all sizes, so a user buffer is never registered per operation). Window memory is
+  registered once at creation (or ``Attach``) and released at ``Free`` (or ``Detach``).
 - The simulated devices have no network atomics, so accumulate, get-accumulate,
   fetch-and-op and compare-and-swap take osc/rdma's fallback for a BTL without
   ``btl_atomic_*``: an active message on ``BTL_TAG_OSC`` that the TARGET applies inside
@@ -350,8 +350,19 @@ class OscModule:
         self.windows[win_id] = win
         return win
 
+    def release(self, region: Region) -> None:
+        """Stop exposing ``region`` (its registration is released, ``ibv_dereg_mr``)."""
+        if region.handle is not None:
+            self.btl.deregister_memory(region.handle)
+            region.handle = None
+
     def remove_window(self, win: OscWindow) -> None:
+        """Forget a freed window and release the registrations it exposed."""
         self.windows.pop(win.win_id, None)
+        for region in [win.region, *win.attached]:
+            if region is not None:
+                self.release(region)
+        win.attached = []
 
     def connect(self, peers: list[int]) -> list[OscRequest]:
         """Make sure the BTL has a connected endpoint to each peer before RDMA (the
