@@ -159,3 +159,33 @@ show("vector-getacc", olds)
 show("vector-after", mem)
 win.Free()
 vec.Free()
+
+# -- PSCW: generalized active target with groups -----------------------------------------
+mem = np.zeros(size + 1, "i4")
+win = MPI.Win.Create(mem, 4, comm=comm)
+world_group = comm.Get_group()
+neighbours = world_group.Incl(sorted({left, right} - {rank}))
+win.Post(neighbours)
+win.Start(neighbours)
+for t in sorted({left, right} - {rank}):
+    win.Put(np.array([10 * (rank + 1)], "i4"), t, rank)
+    win.Accumulate(np.array([rank + 1], "i4"), t, size, MPI.SUM)
+win.Complete()
+win.Wait()
+show("pscw", mem)
+others = world_group.Excl([0])
+if rank == 0:
+    win.Start(others)
+    for t in range(1, size):
+        win.Accumulate(np.array([100], "i4"), t, size, MPI.SUM)
+    win.Complete()
+else:
+    win.Post(world_group.Incl([0]))
+    polls = 0
+    while not win.Test():
+        polls += 1
+    show("pscw-test", mem[size])
+neighbours.Free()
+others.Free()
+world_group.Free()
+win.Free()
