@@ -30,10 +30,10 @@ DEFAULT_DEVICE = "mellanox-hermon"
 """ConnectX-2/3, the device most openib users ran on."""
 
 RANK_BYTES = 3 << 20
-"""What one rank costs before its buffers (its greenlet, MPI state, PML, BTL module, CQ,
-QPs): measured 3.6 MB per rank for a barrier at -n 1000 and 4.6 MB at -n 4000 on
-mellanox-hermon (``/usr/bin/time -f %M pyopenib run -n N barrier.py``); 3 MiB keeps the
-estimate on the low side, so no job that fits is refused."""
+"""What one rank costs (its greenlet, MPI state, PML, BTL module, CQ, QPs and the pages
+of its buffers a barrier touches): measured 3.6 MB per rank at -n 1000 and 4.6 MB at
+-n 4000 on mellanox-hermon (``/usr/bin/time -f %M pyopenib run -n N barrier.py``).
+3 MiB keeps the estimate low: it refuses only what cannot fit."""
 
 PML_LARGEST_HEADER = max(h.size for h in (ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR))
 """The largest control header the PML sends in one fragment: the biggest receive
@@ -51,9 +51,13 @@ register_topics(
             "stopped (simulated time did not reach --timeout; a rank may be computing in a loop)"
         ),
         "run-memory": (
-            "-n {nprocs}: the job needs about {need} of memory ({how}), but this machine "
-            "has {available} available; run fewer ranks, or lower the receive_queues "
-            "depths or btl_openib_eager_rdma_num"
+            "-n {nprocs}: the job needs about {need} of memory ({per_rank} per rank, as "
+            "measured), but this machine has {available} available; run fewer ranks"
+        ),
+        "run-memory-ring": (
+            "btl_openib_eager_rdma_num = {value} (source: {source}): one eager RDMA ring "
+            "would be {ring} (eager_rdma_num + 1 slots of eager_limit + headers), more than "
+            "this machine's memory and swap ({total}); lower btl_openib_eager_rdma_num"
         ),
         "run-bad-devices": (
             "--devices {value!r}: {reason} (expected ID[:COUNT],ID[:COUNT],... covering "
@@ -180,7 +184,7 @@ def run(
     models = [get_device_model(name) for name in dict.fromkeys(names)]
     ctx = job_settings(mca)
     settings = check_job_devices(ctx, models, PML_LARGEST_HEADER, "the PML's largest header")
-    check_job_memory(settings, nprocs)
+    check_job_memory(ctx, settings, nprocs)
     make_btls = openib_btls(chosen, mca, ppn, mca=ctx)
     btls: list = []
     if stats:
@@ -249,53 +253,56 @@ def _wall_clock_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def job_memory(settings, nprocs: int) -> tuple[int, str]:
-    """An estimate of the bytes a job of ``nprocs`` ranks needs, and how it was
-    reckoned: each rank's fixed cost (``RANK_BYTES``), the receive buffers its queues post
-    for one peer (rd_num + rd_rsv per P queue, the initial fill of each SRQ) and, with
-    eager RDMA on, one ring of eager_rdma_num slots."""
-    worst = 0
-    detail = ""
-    for s in settings:
-        buffers = sum(
-            q.size * (q.rd_num + q.rd_rsv if q.kind == "P" else _srq_fill(s, q))
-            for q in s.receive_queues
-        )
-        ring = s.eager_rdma_num * (s.eager_limit + 64) if s.use_eager_rdma else 0
-        per_rank = RANK_BYTES + buffers + ring
-        if per_rank > worst:
-            worst = per_rank
-            detail = f"{_bytes(RANK_BYTES)} fixed + {_bytes(buffers)} receive buffers"
-            if ring:
-                detail += f" + {_bytes(ring)} eager RDMA ring"
-    return worst * nprocs, f"{_bytes(worst)} per rank: {detail}"
+def job_memory(nprocs: int) -> int:
+    """The resident memory a job of ``nprocs`` ranks needs at least: ``RANK_BYTES`` each.
+    Receive buffers are not counted: they are allocated untouched and cost only the
+    pages a message writes (that is in the measured figure)."""
+    return nprocs * RANK_BYTES
 
 
-def _srq_fill(settings, queue) -> int:
-    return queue.rd_init if settings.enable_srq_resize else queue.rd_num
-
-
-def check_job_memory(settings, nprocs: int) -> None:
-    """Refuse a job that cannot fit in this machine's available memory (it would die of
-    it minutes later, inside a rank)."""
-    need, how = job_memory(settings, nprocs)
-    available = _available_memory()
-    if available is not None and need > available:
+def check_job_memory(ctx, settings, nprocs: int) -> None:
+    """Refuse a job that cannot fit in this machine's memory, instead of dying of it
+    minutes later inside a rank: all ranks against the memory available now, and each
+    eager RDMA ring (one allocation per peer) against the memory and swap there are at
+    all (a larger allocation fails outright; receive buffers are at most 2 GiB each)."""
+    available, total = _memory()
+    if available is not None and job_memory(nprocs) > available:
         raise PyopenibError(
-            "run-memory", nprocs=nprocs, need=_bytes(need), how=how, available=_bytes(available)
+            "run-memory",
+            nprocs=nprocs,
+            need=_bytes(job_memory(nprocs)),
+            per_rank=_bytes(RANK_BYTES),
+            available=_bytes(available),
         )
+    if total is None:
+        return
+    for st in settings:
+        ring = st.eager_rdma_num * (st.eager_limit + 64) if st.use_eager_rdma else 0
+        if ring > total:
+            raise PyopenibError(
+                "run-memory-ring",
+                value=ctx.get("btl_openib_eager_rdma_num") - 1,
+                source=ctx.source("btl_openib_eager_rdma_num"),
+                ring=_bytes(ring),
+                total=_bytes(total),
+            )
 
 
-def _available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux); None where it cannot be read."""
+def _memory() -> tuple[int | None, int | None]:
+    """(MemAvailable, MemTotal + SwapTotal) from /proc/meminfo (Linux); None where they
+    cannot be read."""
+    fields = {}
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                name, _, rest = line.partition(":")
+                fields[name] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        return None, None
+    total = None
+    if "MemTotal" in fields:
+        total = fields["MemTotal"] + fields.get("SwapTotal", 0)
+    return fields.get("MemAvailable"), total
 
 
 def _bytes(n: int) -> str:
