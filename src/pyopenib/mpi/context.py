@@ -96,9 +96,11 @@ class RankContext:
         closure, for the blocking calls every program makes (Send, Recv, Wait)."""
         if preq.complete:
             return
+        if _get_ident() != self._main_ident:  # ``pml``'s check, inlined on the hot path
+            raise self.thread_support.forbidden()
         if self.cpu_scale:
             self.charge_cpu()
-        pml = self.pml
+        pml = self._pml
         btl = self.btl
         outer = self.blocked_in
         if outer is None:
