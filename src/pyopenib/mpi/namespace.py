@@ -8,6 +8,7 @@ the calling rank up (``context.current``). Any name outside pyopenib's subset ra
 from __future__ import annotations
 
 import ctypes
+import operator
 import sys
 import types
 import weakref
@@ -121,7 +122,7 @@ def Get_library_version() -> str:
 
 def Pcontrol(level: int) -> None:
     """``MPI_Pcontrol``: a hook for profiling libraries; Open MPI itself ignores it."""
-    int(level)
+    operator.index(level)  # an int, as the C signature takes
 
 
 def Get_hw_resource_info():
