@@ -171,3 +171,22 @@ def test_only_modules_outside_stdlib_site_packages_and_pyopenib_are_private(tmp_
     assert is_private(mine)
     for shared in ("json", "numpy", "pyopenib.mpi.comm", "sys", "_socket"):
         assert not is_private(importlib.util.find_spec(shared)), shared
+
+
+def test_a_rank_that_fails_at_once_still_lets_the_others_run_at_that_instant(tmp_path):
+    prog = _write(
+        tmp_path,
+        {
+            "prog.py": """
+                import sys
+                from mpi4py import MPI
+                print("rank", MPI.COMM_WORLD.rank, "ran")
+                if MPI.COMM_WORLD.rank == 0:
+                    sys.exit(2)
+            """
+        },
+    )
+    result, out, err = _run_file(prog, nprocs=3)
+    assert (result.exit_code, result.reason, result.rank) == (2, "failed", 0)
+    assert sorted(out.splitlines()) == [f"rank {r} ran" for r in range(3)]
+    assert err.count("Process name: [[1,1],0]") == 1

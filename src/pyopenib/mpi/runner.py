@@ -134,6 +134,8 @@ class _Job:
         self.err = err
         self.finished = [False] * self.nprocs
         self.result: JobResult | None = None
+        self.over = False  # the job has ended: a rank still alive is being killed
+        self._report: str | None = None  # mpirun's report of the failed rank, at the end
         self.contexts = []
         for rank, btl in enumerate(btls):
             ctx = RankContext(self, rank, Pml(btl), hostnames[rank], support)
@@ -178,20 +180,23 @@ class _Job:
             raise  # Ctrl-C stops the job, not one rank: `run` writes the trace and exits 130
         except JobAborted as exc:
             self._unless_over()
-            result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
-            self.result = result
-            self.err.write(
-                TOPICS["mpi-abort"].format(rank=exc.rank, comm=exc.comm_name, code=exc.errorcode)
-                + "\n"
-            )
-            raise _JobOver from None
+            if self.result is None:
+                self.result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
+                self.err.write(
+                    TOPICS["mpi-abort"].format(
+                        rank=exc.rank, comm=exc.comm_name, code=exc.errorcode
+                    )
+                    + "\n"
+                )
+            self._over()
         except TransportError as exc:
             self._unless_over()
-            self.result = JobResult(EXIT_TRANSPORT, "transport", self.sim.now, rank)
-            self.err.write(
-                TOPICS["mpi-transport-failed"].format(report=exc.report, rank=rank) + "\n"
-            )
-            raise _JobOver from None
+            if self.result is None:
+                self.result = JobResult(EXIT_TRANSPORT, "transport", self.sim.now, rank)
+                self.err.write(
+                    TOPICS["mpi-transport-failed"].format(report=exc.report, rank=rank) + "\n"
+                )
+            self._over()
         except BaseException as exc:  # the program's own failure, reported like Python does
             self._unless_over()
             ctx.streams["stderr"].write("".join(_program_traceback(exc, self.path)))
@@ -200,20 +205,38 @@ class _Job:
     def _unless_over(self) -> None:
         """A rank that ends after the job is over is being killed (``KILL_ATTEMPTS``): like
         a killed process it reports nothing, and its greenlet just ends."""
-        if self.result is not None:
+        if self.over:
             raise GreenletExit
 
     def _end(self, result: JobResult, topic: str | None = None, ctx=None):
+        """A rank ended: the job ends now when every rank has finished. A failed rank ends
+        the job through the event heap, after everything already due at this simulated
+        instant: mpirun kills the others once it sees the exit, and meanwhile they ran
+        (the simulator runs ranks one at a time, and a rank that never waits for MPI
+        would otherwise end the job before the others had started)."""
         self._unless_over()
-        self.result = result
         if ctx is not None:
             for stream in ctx.streams.values():
                 stream.close()
-        if topic is not None:
-            text = TOPICS[topic].format(
+        if result.reason == "ok":
+            if self.result is None:
+                self.result = result
+            self._over()
+        if self.result is None:
+            self.result = result
+            self._report = TOPICS[topic].format(
                 rank=result.rank, code=result.exit_code, time=_format_time(result.sim_time_ps)
             )
-            self.err.write(text + "\n")
+            self.sim.schedule(0, self._over)
+        raise GreenletExit  # this rank is done; its peers may still be due at this instant
+
+    def _over(self):
+        """End the job (from a rank or from the event heap): mpirun's report, if one is
+        pending, and out of ``Simulator.run``."""
+        self.over = True
+        if self._report is not None:
+            self.err.write(self._report + "\n")
+            self._report = None
         raise _JobOver
 
     # -- when nothing can run -----------------------------------------------------------
@@ -357,6 +380,7 @@ def run_job(
                 else:
                     job.close_streams()
             finally:
+                job.over = True
                 for proc in job.processes:
                     glet = proc._greenlet
                     for _ in range(KILL_ATTEMPTS):
