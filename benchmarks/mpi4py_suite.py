@@ -34,6 +34,7 @@ Run: ``.venv/bin/python benchmarks/mpi4py_suite.py [--files test_p2p_buf.py ...]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -229,6 +231,45 @@ def ran_counts(log: str, nprocs: int) -> list[int]:
     return counts
 
 
+class Jobs:
+    """The jobs running now, so that an interrupted harness ends them (each job is its own
+    session, out of reach of the harness's own process group)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen] = set()
+
+    def add(self, proc: subprocess.Popen) -> None:
+        with self.lock:
+            self.running.add(proc)
+
+    def discard(self, proc: subprocess.Popen) -> None:
+        with self.lock:
+            self.running.discard(proc)
+
+    def end_all(self) -> None:
+        with self.lock:
+            for proc in list(self.running):
+                end_job(proc)
+
+
+def end_job(proc: subprocess.Popen) -> None:
+    """SIGTERM first (mpirun then ends its ranks, which live in process groups of their
+    own), SIGKILL to the job's group if it is still there after 5 s."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+JOBS = Jobs()
+
+
 def run_file(
     side: str, mode: str, nprocs: int, test_file: str, tests: Path, work: Path, timeout: float
 ) -> Run:
@@ -258,13 +299,15 @@ def run_file(
             env=env,
             start_new_session=True,  # its own process group: a timeout ends every rank
         )
+        JOBS.add(proc)
         try:
             exit_code: int | None = proc.wait(timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            end_job(proc)
             exit_code, timed_out = None, True
+        finally:
+            JOBS.discard(proc)
     wall = round(time.monotonic() - start, 2)
     if mode == "plain":
         ran = ran_counts((out / "log.txt").read_text(encoding="utf-8", errors="replace"), nprocs)
@@ -556,7 +599,8 @@ class Suite:
                             todo.append((side, mode, n, f))
         # Bigger files first, more ranks first: the long jobs start early, the tail is short.
         todo.sort(key=lambda t: (-(tests / t[3]).stat().st_size * t[2], t))
-        with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, self.jobs))
+        try:
             futures = {
                 pool.submit(run_file, side, mode, n, f, tests, work, self.timeout): (
                     side,
@@ -574,6 +618,11 @@ class Suite:
                     real_cache.put(run)
                 if progress is not None:
                     progress(run)
+        except BaseException:  # interrupted (Ctrl-C, a test runner's timeout): end the jobs
+            pool.shutdown(wait=False, cancel_futures=True)
+            JOBS.end_all()
+            raise
+        pool.shutdown()
         if real_cache is not None:
             real_cache.save()
         rows = [
@@ -623,10 +672,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] = ("--cache-real",)) -> int:
     """The command line; without arguments (``make bench``): every file at -n 1, 2, 4 with
     real Open MPI's results cached."""
     args = _parser().parse_args(list(argv))
+    signal.signal(signal.SIGTERM, _terminated)  # a SIGTERM ends the running jobs too
     console = Console(width=160)
     suite = Suite(
         files=args.files,
