@@ -7,7 +7,10 @@ A status stores its count in bytes, as Open MPI's ``_ucount``; ``Get_count`` and
 
 from __future__ import annotations
 
+from array import array
+
 from .datatypes import DATATYPES
+from .surface import MpiClass
 
 __all__ = ["ANY_SOURCE", "ANY_TAG", "PROC_NULL", "Status", "UNDEFINED", "empty_fields"]
 
@@ -16,6 +19,7 @@ ANY_TAG = -1
 PROC_NULL = -2
 UNDEFINED = -32766
 _BYTE = DATATYPES["BYTE"]
+_LOW = 1 << 31
 
 
 def empty_fields() -> tuple[int, int, int, int, bool]:
@@ -33,24 +37,20 @@ def _as_int(value, what: str) -> int:
         raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
 
 
-class Status:
-    """A completion's envelope; ``MPI.Status(other)`` copies ``other``."""
+class Status(metaclass=MpiClass):
+    """A completion's envelope; ``MPI.Status(other)`` copies ``other``.
 
-    __slots__ = ("_source", "_tag", "_error", "_count", "_cancelled")
+    The fields live in one ``int`` array laid out as Open MPI's ``ompi_status_public_t``
+    (source, tag, error, cancelled, then the ``size_t`` byte count as two ints), so
+    ``tomemory`` is a view a program can write through, as under mpi4py."""
+
+    __slots__ = ("_mem",)
 
     def __init__(self, status: Status | None = None):
         if status is None:
-            self._source = ANY_SOURCE
-            self._tag = ANY_TAG
-            self._error = 0
-            self._count = 0
-            self._cancelled = False
+            self._mem = array("i", (ANY_SOURCE, ANY_TAG, 0, 0, 0, 0))
         elif isinstance(status, Status):
-            self._source = status._source
-            self._tag = status._tag
-            self._error = status._error
-            self._count = status._count
-            self._cancelled = status._cancelled
+            self._mem = array("i", status._mem)
         else:
             raise TypeError(
                 f"Argument 'status' has incorrect type (expected Status, got "
@@ -59,33 +59,68 @@ class Status:
 
     def _fill(self, source, tag, error, count, cancelled=False) -> None:
         """Set every field at once (completion paths; ``count`` in bytes)."""
-        self._source = source
-        self._tag = tag
-        self._error = error
-        self._count = count
-        self._cancelled = cancelled
+        mem = self._mem
+        mem[0] = source
+        mem[1] = tag
+        mem[2] = error
+        mem[3] = 1 if cancelled else 0
+        if count < _LOW:
+            mem[4] = count
+            mem[5] = 0
+        else:
+            self._count = count
 
     def _fields(self) -> tuple[int, int, int, int, bool]:
         return (self._source, self._tag, self._error, self._count, self._cancelled)
+
+    @property
+    def _source(self) -> int:
+        return self._mem[0]
+
+    @property
+    def _tag(self) -> int:
+        return self._mem[1]
+
+    @property
+    def _error(self) -> int:
+        return self._mem[2]
+
+    @property
+    def _cancelled(self) -> bool:
+        return bool(self._mem[3])
+
+    @property
+    def _count(self) -> int:
+        return (self._mem[4] & 0xFFFFFFFF) | (self._mem[5] << 32)
+
+    @_count.setter
+    def _count(self, count: int) -> None:
+        low = count & 0xFFFFFFFF
+        self._mem[4] = low - (1 << 32) if low >= _LOW else low
+        self._mem[5] = count >> 32
+
+    def tomemory(self) -> memoryview:
+        """The status's memory, as ints (mpi4py's ``Status.tomemory``)."""
+        return memoryview(self._mem)
 
     # -- getters and setters --------------------------------------------------------------
     def Get_source(self) -> int:
         return self._source
 
     def Set_source(self, source: int) -> None:
-        self._source = _as_int(source, "source")
+        self._mem[0] = _as_int(source, "source")
 
     def Get_tag(self) -> int:
         return self._tag
 
     def Set_tag(self, tag: int) -> None:
-        self._tag = _as_int(tag, "tag")
+        self._mem[1] = _as_int(tag, "tag")
 
     def Get_error(self) -> int:
         return self._error
 
     def Set_error(self, error: int) -> None:
-        self._error = _as_int(error, "error")
+        self._mem[2] = _as_int(error, "error")
 
     def Get_count(self, datatype=_BYTE) -> int:
         return datatype._count_of(self._count)
@@ -108,7 +143,7 @@ class Status:
         return self._cancelled
 
     def Set_cancelled(self, flag: bool) -> None:
-        self._cancelled = bool(flag)
+        self._mem[3] = 1 if flag else 0
 
     source = property(Get_source, Set_source, doc="Message source.")
     tag = property(Get_tag, Set_tag, doc="Message tag.")
@@ -162,22 +197,13 @@ class Status:
         return Status(self)
 
     def py2f(self) -> list[int]:
-        """The Fortran status, in Open MPI's ``ompi_status_public_t`` order: source, tag,
-        error, cancelled, then the byte count as two ints (low, high)."""
-        return [
-            self._source,
-            self._tag,
-            self._error,
-            int(self._cancelled),
-            self._count & 0xFFFFFFFF,
-            self._count >> 32,
-        ]
+        """The Fortran status: the six ints of ``ompi_status_public_t``."""
+        return list(self._mem)
 
     @classmethod
     def f2py(cls, arg) -> Status:
         status = cls()
-        source, tag, error, cancelled, low, high = (int(x) for x in list(arg)[:6])
-        status._fill(source, tag, error, (low & 0xFFFFFFFF) | (high << 32), bool(cancelled))
+        status._mem = array("i", [int(x) for x in list(arg)[:6]])
         return status
 
     def __repr__(self) -> str:
