@@ -25,10 +25,12 @@ import numpy as np
 from . import pack
 from .datatypes import DATATYPES, Datatype, from_format, lookup_code
 from .errors import ERROR_CLASSES, Exception
+from .surface import MpiClass
 
 __all__ = [
     "BOTTOM",
     "IN_PLACE",
+    "NAMES",
     "Message",
     "VectorMessage",
     "as_bytes",
@@ -42,14 +44,32 @@ _ERR_TRUNCATE = ERROR_CLASSES["ERR_TRUNCATE"][0]
 _PROC_NULL = -2
 
 
-class _InPlace:
+class InPlaceType(metaclass=MpiClass):
+    """Type of ``IN_PLACE`` (mpi4py's: ``int()`` is MPI_IN_PLACE's address, 1 in Open MPI;
+    it pickles as the constant, so ``is IN_PLACE`` holds after a round trip)."""
+
     __slots__ = ()
+    __module__ = "mpi4py.MPI"
+
+    def __int__(self) -> int:
+        return 1
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, InPlaceType):
+            return True
+        return NotImplemented if not isinstance(other, int) else other == 1
+
+    def __hash__(self) -> int:
+        return 1
 
     def __repr__(self) -> str:
         return "IN_PLACE"
 
+    def __reduce__(self) -> str:
+        return "IN_PLACE"
 
-class BottomType(int):
+
+class BottomType(int, metaclass=MpiClass):
     """Type of ``BOTTOM``: address 0, the base of absolute displacements."""
 
     def __new__(cls):
@@ -58,8 +78,11 @@ class BottomType(int):
     def __repr__(self) -> str:
         return "BOTTOM"
 
+    def __reduce__(self) -> str:
+        return "BOTTOM"
 
-IN_PLACE = _InPlace()
+
+IN_PLACE = InPlaceType()
 BOTTOM = BottomType()
 _BYTE = DATATYPES["BYTE"]
 _BYTE_H = _BYTE._h
@@ -67,6 +90,15 @@ _NULL_H = DATATYPES["DATATYPE_NULL"]._h
 _U8 = np.dtype(np.uint8)
 _EMPTY = np.empty(0, np.uint8)
 _EMPTY.flags.writeable = False
+
+
+NAMES = {
+    "IN_PLACE": IN_PLACE,
+    "BOTTOM": BOTTOM,
+    "InPlaceType": InPlaceType,
+    "BottomType": BottomType,
+}
+"""What ``mpi4py.MPI`` exports from this module."""
 
 
 def as_bytes(buf, writable: bool = False) -> tuple[np.ndarray, str]:
@@ -83,7 +115,7 @@ def _is_buffer(obj) -> bool:
     try:
         memoryview(obj)
     except TypeError:
-        return False
+        return hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__")
     return True
 
 
@@ -417,7 +449,8 @@ class VectorMessage:
         n = len(data)
         if n > len(area):
             raise Exception(_ERR_TRUNCATE)
-        area[:n] = data
+        if n:  # an empty block may be read-only memory (b"", [None, 0, BYTE])
+            area[:n] = data
 
     def finish(self) -> None:
         """Unpack every staged block into the user's layout."""

@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import pack as _pack
+from .attributes import DatatypeAttributes, copy_attributes, delete_attributes
 from .errors import ERROR_CLASSES, Exception
+from .surface import MpiClass
 from .typemap import KINDS, Typemap, concat, copies_at
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "DATATYPE_CONSTANTS",
     "DATATYPE_FUNCTIONS",
     "Datatype",
+    "NAMES",
     "from_format",
     "lookup_code",
 ]
@@ -33,6 +36,7 @@ _ERR_TYPE = ERROR_CLASSES["ERR_TYPE"][0]
 _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
 _ERR_COUNT = ERROR_CLASSES["ERR_COUNT"][0]
 _I64 = np.int64
+_INT_MAX = 2**31 - 1
 UNDEFINED = -32766
 
 ORDER_C, ORDER_FORTRAN = 0, 1
@@ -192,18 +196,59 @@ class _Handle:
 
 
 # -- bounds of a composition ---------------------------------------------------------------
-def _compose(h: _Handle, parts: list[tuple[np.ndarray, _Handle]]) -> None:
+class _Part:
+    """``n`` copies of ``child`` at byte shifts between ``lo`` and ``hi``: enough for the
+    bounds; ``shifts()`` lists them, only when a typemap is built (a contiguous type of
+    2**31 bytes is measured, never walked)."""
+
+    __slots__ = ("child", "n", "lo", "hi", "_make")
+
+    def __init__(self, child: _Handle, n: int, lo: int, hi: int, make):
+        self.child = child
+        self.n = n
+        self.lo = lo
+        self.hi = hi
+        self._make = make
+
+    def shifts(self) -> np.ndarray:
+        return self._make()
+
+
+def _blocks(child: _Handle, displs, lengths, extent: int) -> _Part:
+    """Blocks of ``lengths[i]`` copies, ``extent`` apart, from byte ``displs[i]``."""
+    displs = np.asarray(displs, _I64).reshape(-1)
+    lengths = np.asarray(lengths, _I64).reshape(-1)
+    n = int(lengths.sum())
+    if n == 0:
+        return _Part(child, 0, 0, 0, None)
+    keep = lengths > 0
+    d, reach = displs[keep], (lengths[keep] - 1) * extent
+    lo = int((d + np.minimum(reach, 0)).min())
+    hi = int((d + np.maximum(reach, 0)).max())
+    return _Part(child, n, lo, hi, lambda: _block_shifts(displs, lengths, extent))
+
+
+def _grid(child: _Handle, sizes, indices, extent: int) -> _Part:
+    """The row-major product of per-dimension index lists, ``extent`` per element."""
+    n = int(np.prod([len(i) for i in indices]))
+    if n == 0:
+        return _Part(child, 0, 0, 0, None)
+    lo = hi = 0
+    for size, idx in zip(sizes, indices, strict=True):
+        lo, hi = lo * size + int(idx.min()), hi * size + int(idx.max())
+    return _Part(child, n, lo * extent, hi * extent, lambda: _grid_shifts(sizes, indices, extent))
+
+
+def _compose(h: _Handle, parts: list[_Part]) -> None:
     """Set ``h``'s size and bounds from copies of child types at byte shifts."""
     lbs_user, lbs, ubs_user, ubs, tlbs, tubs = [], [], [], [], [], []
     size = 0
     align = 1
-    for shifts, child in parts:
-        if not len(shifts):
+    for part in parts:
+        child, lo, hi = part.child, part.lo, part.hi
+        if not part.n or child.size == 0 and not (child.user_lb or child.user_ub):
             continue
-        lo, hi = int(shifts.min()), int(shifts.max())
-        if child.size == 0 and not (child.user_lb or child.user_ub):
-            continue
-        size += len(shifts) * child.size
+        size += part.n * child.size
         align = max(align, child.align)
         (lbs_user if child.user_lb else lbs).append(lo + child.lb)
         (ubs_user if child.user_ub else ubs).append(hi + child.ub)
@@ -241,9 +286,10 @@ def _derived(cls, combiner: str, parts, ints=(), addrs=(), counts=(), types=()):
     _compose(h, parts)
     # a reduction applies to a derived type whose data are all one basic type: its packed
     # stream is then an array of that type
-    dtypes = {c.dtype for s, c in parts if len(s) and c.size}
+    used = [p for p in parts if p.n and p.child.size]
+    dtypes = {p.child.dtype for p in used}
     h.dtype = dtypes.pop() if len(dtypes) == 1 else None
-    h._build = lambda: concat([copies_at(c.typemap(), s) for s, c in parts if len(s) and c.size])
+    h._build = lambda: concat([copies_at(p.child.typemap(), p.shifts()) for p in used])
     return _new(cls, h)
 
 
@@ -253,15 +299,12 @@ def _new(cls, h: _Handle) -> Datatype:
     return obj
 
 
-def _subarray_shifts(sizes, subsizes, starts, order, extent) -> np.ndarray:
-    """Byte shifts of a subarray's elements, in the array's memory order."""
+def _subarray(child: _Handle, sizes, subsizes, starts, order) -> _Part:
+    """A subarray's elements, in the array's memory order."""
     if order == ORDER_FORTRAN:
         sizes, subsizes, starts = sizes[::-1], subsizes[::-1], starts[::-1]
-    return _grid_shifts(
-        sizes,
-        [np.arange(s, s + n, dtype=_I64) for s, n in zip(starts, subsizes, strict=True)],
-        extent,
-    )
+    indices = [np.arange(s, s + n, dtype=_I64) for s, n in zip(starts, subsizes, strict=True)]
+    return _grid(child, sizes, indices, child.extent)
 
 
 def _grid_shifts(sizes, indices, extent) -> np.ndarray:
@@ -292,10 +335,11 @@ def _darray_indices(gsize, distrib, darg, psize, coord) -> np.ndarray:
     raise _err(_ERR_ARG)
 
 
-class Datatype:
+class Datatype(DatatypeAttributes, metaclass=MpiClass):
     """Datatype object (mpi4py 4.1's ``MPI.Datatype``)."""
 
     __slots__ = ("_h", "__weakref__")
+    __module__ = "mpi4py.MPI"  # pickles name ``mpi4py.MPI.INT``, found in a job's MPI module
 
     def __new__(cls, datatype: Datatype | None = None):
         obj = object.__new__(cls)
@@ -433,7 +477,10 @@ class Datatype:
         h.combiner = COMBINERS["DUP"]
         h.types = [old]
         h._build = old.typemap
-        return _new(type(self), h)
+        dup = _new(type(self), h)
+        if old.attrs is not None:
+            copy_attributes(self, old.attrs, dup._attributes())
+        return dup
 
     Create_dup = Dup
 
@@ -442,17 +489,27 @@ class Datatype:
         count = _index(count)
         if count < 0:
             raise _err(_ERR_COUNT)
-        shifts = np.arange(count, dtype=_I64) * old.extent
-        return _derived(type(self), "CONTIGUOUS", [(shifts, old)], ints=[count], types=[old])
+        if count > _INT_MAX:
+            return self._large_contiguous(old, count)
+        part = _blocks(old, [0], [count], old.extent)
+        return _derived(type(self), "CONTIGUOUS", [part], ints=[count], types=[old])
+
+    def _large_contiguous(self, old: _Handle, count: int) -> Datatype:
+        """A count beyond an int on an MPI-3.1 library: mpi4py builds a struct of a vector
+        of INT_MAX-blocks and a contiguous remainder (its large-count emulation)."""
+        q, r = divmod(count, _INT_MAX)
+        base = _new(type(self), old)
+        qtype = base.Create_vector(q, _INT_MAX, _INT_MAX)
+        rtype = base.Create_contiguous(r)
+        return type(self).Create_struct([1, 1], [0, q * _INT_MAX * old.extent], [qtype, rtype])
 
     def _vector(self, count, blocklength, stride_bytes, combiner, ints, addrs):
         old = self._valid()
         if count < 0 or blocklength < 0:
             raise _err(_ERR_COUNT)
         starts = np.arange(count, dtype=_I64) * stride_bytes
-        lengths = np.full(count, blocklength, _I64)
-        shifts = _block_shifts(starts, lengths, old.extent)
-        return _derived(type(self), combiner, [(shifts, old)], ints=ints, addrs=addrs, types=[old])
+        part = _blocks(old, starts, np.full(count, blocklength, _I64), old.extent)
+        return _derived(type(self), combiner, [part], ints=ints, addrs=addrs, types=[old])
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
         count, blocklength, stride = _index(count), _index(blocklength), _index(stride)
@@ -470,8 +527,8 @@ class Datatype:
         lengths = np.array(lengths, _I64)
         if (lengths < 0).any():
             raise _err(_ERR_COUNT)
-        shifts = _block_shifts(np.array(displs, _I64) * unit, lengths, old.extent)
-        return _derived(type(self), combiner, [(shifts, old)], ints=ints, addrs=addrs, types=[old])
+        part = _blocks(old, np.array(displs, _I64) * unit, lengths, old.extent)
+        return _derived(type(self), combiner, [part], ints=ints, addrs=addrs, types=[old])
 
     def Create_indexed(self, blocklengths, displacements) -> Datatype:
         lengths = _ints(blocklengths)
@@ -525,8 +582,7 @@ class Datatype:
         if any(b < 0 for b in lengths):
             raise _err(_ERR_COUNT)
         parts = [
-            (d + np.arange(b, dtype=_I64) * h.extent, h)
-            for b, d, h in zip(lengths, displs, handles, strict=True)
+            _blocks(h, [d], [b], h.extent) for b, d, h in zip(lengths, displs, handles, strict=True)
         ]
         return _derived(cls, "STRUCT", parts, ints=[n, *lengths], addrs=displs, types=handles)
 
@@ -542,9 +598,9 @@ class Datatype:
         for size, sub, start in zip(sizes, subsizes, starts, strict=True):
             if size <= 0 or sub <= 0 or start < 0 or start + sub > size:
                 raise _err(_ERR_ARG)
-        shifts = _subarray_shifts(sizes, subsizes, starts, order, old.extent)
+        part = _subarray(old, sizes, subsizes, starts, order)
         total = int(np.prod(sizes)) * old.extent
-        return self._marked(old, shifts, total, "SUBARRAY", [nd, *sizes, *subsizes, *starts, order])
+        return self._marked(old, part, total, "SUBARRAY", [nd, *sizes, *subsizes, *starts, order])
 
     def Create_darray(
         self, size, rank, gsizes, distribs, dargs, psizes, order: int = ORDER_C
@@ -571,19 +627,19 @@ class Datatype:
         dims = list(zip(gsizes, idx, strict=True))
         if order == ORDER_FORTRAN:
             dims.reverse()
-        shifts = _grid_shifts([g for g, _ in dims], [i for _, i in dims], old.extent)
+        part = _grid(old, [g for g, _ in dims], [i for _, i in dims], old.extent)
         total = int(np.prod(gsizes)) * old.extent
         return self._marked(
             old,
-            shifts,
+            part,
             total,
             "DARRAY",
             [size, rank, nd, *gsizes, *distribs, *dargs, *psizes, order],
         )
 
-    def _marked(self, old, shifts, total, combiner, ints) -> Datatype:
+    def _marked(self, old, part, total, combiner, ints) -> Datatype:
         """A type whose bounds are ``[0, total)`` markers (subarray, darray)."""
-        dt = _derived(type(self), combiner, [(shifts, old)], ints=ints, types=[old])
+        dt = _derived(type(self), combiner, [part], ints=ints, types=[old])
         h = dt._h
         h.lb, h.ub, h.user_lb, h.user_ub = 0, total, True, True
         return dt
@@ -645,6 +701,7 @@ class Datatype:
         h = self._valid()
         if h.predefined:
             raise _err(_ERR_TYPE)
+        delete_attributes(self, h.attrs)
         self._h = _NULL
 
     # -- decoding ---------------------------------------------------------------------------
@@ -1105,7 +1162,7 @@ def _register(attr: str, h: _Handle, aliases=()) -> None:
     _CANONICAL[h.fid] = (obj, attr)
     _BY_FID[h.fid] = h
     for alias in aliases:
-        DATATYPES[alias] = _new(Datatype, h)
+        DATATYPES[alias] = obj  # mpi4py's aliases are the same object (FLOAT32_T is FLOAT)
 
 
 for _attr, _name, _dtype, _char, _tstr, _code, _aliases in _PREDEFINED:
@@ -1256,3 +1313,6 @@ DATATYPE_FUNCTIONS = {
 }
 """Module-level helpers mpi4py exports next to the datatypes (``mpi4py.util.dtlib`` and
 pickling use them)."""
+
+NAMES: dict = {**DATATYPES, **DATATYPE_CONSTANTS, **DATATYPE_FUNCTIONS, "Datatype": Datatype}
+"""What ``mpi4py.MPI`` exports from this module."""

@@ -11,6 +11,7 @@ messages (absolute addresses from ``Get_address``) through ``absolute_memory``.
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -29,6 +30,140 @@ _U8 = np.dtype(np.uint8)
 _I64 = np.int64
 
 
+# -- DLPack (dlpack.h) and CUDA array interface objects on host memory ------------------
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DLManagedTensor._fields_ = [
+    ("dl_tensor", _DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))),
+]
+_capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get.restype = ctypes.c_void_p
+_capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_rename = ctypes.pythonapi.PyCapsule_SetName
+_capsule_rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+_DL_CPU = 1
+
+
+def _contiguous(shape, strides, itemsize: int) -> bool:
+    """C or Fortran contiguity of a (shape, strides in items) layout."""
+    if strides is None:
+        return True
+    for dims in (
+        list(zip(shape, strides, strict=True))[::-1],
+        list(zip(shape, strides, strict=True)),
+    ):
+        step, ok = 1, True
+        for n, st in dims:
+            if n > 1 and st != step:
+                ok = False
+                break
+            step *= n
+        if ok:
+            return True
+    return False
+
+
+def _host_view(addr: int, nbytes: int, dtype: np.dtype, readonly: bool) -> np.ndarray:
+    if nbytes == 0:
+        view = np.empty(0, np.uint8)
+    else:
+        view = np.ctypeslib.as_array((ctypes.c_ubyte * nbytes).from_address(addr))
+    view = view.view(dtype)
+    if readonly:
+        view.flags.writeable = False
+    return view
+
+
+def _from_dlpack(obj) -> np.ndarray:
+    """A DLPack tensor on the CPU as a numpy array over its memory; the producer's deleter
+    runs when the array is garbage (mpi4py keeps the capsule for the call's duration)."""
+    device = obj.__dlpack_device__()
+    if device[0] != _DL_CPU:
+        raise BufferError("dlpack: device is not the CPU")
+    capsule = obj.__dlpack__()
+    ptr = _capsule_get(capsule, b"dltensor")
+    managed = _DLManagedTensor.from_address(ptr)
+    t = managed.dl_tensor
+    kind = _DL_KINDS.get(t.dtype.code)
+    itemsize = t.dtype.bits // 8 * t.dtype.lanes
+    if kind == "f" and t.dtype.lanes == 2:
+        kind = "c"  # a complex number as two float lanes
+    elif kind is None or t.dtype.lanes != 1:
+        raise BufferError(f"dlpack: unsupported data type code {t.dtype.code}")
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = None if not t.strides else [t.strides[i] for i in range(t.ndim)]
+    if not _contiguous(shape, strides, itemsize):
+        raise BufferError("dlpack: buffer is not contiguous")
+    dtype = np.dtype("?" if kind == "b" else f"{kind}{itemsize}")
+    view = _host_view((t.data or 0) + t.byte_offset, int(np.prod(shape)) * itemsize, dtype, False)
+    _capsule_rename(capsule, b"used_dltensor")
+    owner = view.base if view.base is not None else view
+    weakref.finalize(owner, _release_dlpack, capsule, managed.deleter, ptr)
+    return view
+
+
+def _release_dlpack(capsule, deleter, ptr: int) -> None:
+    """The consumer's side of DLPack: call the producer's deleter once the memory is no
+    longer viewed. The capsule is held until then (its destructor may own the struct)."""
+    if deleter:
+        deleter(ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor)))
+    del capsule
+
+
+def _from_cai(obj) -> np.ndarray:
+    """A ``__cuda_array_interface__`` object's memory (host memory, as the test suite's
+    fake GPU arrays use) as a numpy array."""
+    cai = obj.__cuda_array_interface__
+    typestr = cai["typestr"]
+    if typestr[0] == ">":
+        raise BufferError(
+            f"__cuda_array_interface__: typestr {typestr!r} with non-native byte order"
+        )
+    dtype = np.dtype(typestr)
+    shape = tuple(cai["shape"])
+    strides = cai.get("strides")
+    if strides is not None:
+        strides = [st // dtype.itemsize for st in strides]
+    if not _contiguous(shape, strides, dtype.itemsize):
+        raise BufferError("__cuda_array_interface__: buffer is not contiguous")
+    addr, readonly = cai["data"]
+    return _host_view(addr or 0, int(np.prod(shape)) * dtype.itemsize, dtype, readonly)
+
+
+def _foreign(buf) -> np.ndarray | None:
+    """The numpy view of a DLPack or CUDA-array-interface object (None otherwise)."""
+    if hasattr(buf, "__dlpack__") and hasattr(buf, "__dlpack_device__"):
+        return _from_dlpack(buf)
+    if hasattr(buf, "__cuda_array_interface__"):
+        return _from_cai(buf)
+    return None
+
+
 def raw_bytes(buf, writable: bool = False) -> np.ndarray:
     """The whole buffer as a 1-D uint8 array, without copying it."""
     if type(buf) is np.ndarray:
@@ -44,9 +179,14 @@ def raw_bytes(buf, writable: bool = False) -> np.ndarray:
         try:
             mv = memoryview(buf)
         except TypeError:
-            raise TypeError(
-                f"a bytes-like object is required, not '{type(buf).__name__}'"
-            ) from None
+            foreign = _foreign(buf)
+            if foreign is None:
+                raise TypeError(
+                    f"a bytes-like object is required, not '{type(buf).__name__}'"
+                ) from None
+            if writable and not foreign.flags.writeable:
+                raise BufferError("Object is not writable.") from None
+            return foreign.reshape(-1).view(_U8)
         if not mv.c_contiguous:
             raise BufferError("memoryview is not C-contiguous")
         data = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, _U8)
@@ -62,7 +202,13 @@ def buffer_format(buf) -> str:
         dt = buf.dtype
         if dt.kind in "biufc" and dt.isnative:
             return dt.char
-    return memoryview(buf).format
+    try:
+        return memoryview(buf).format
+    except TypeError:
+        foreign = _foreign(buf)
+        if foreign is None:
+            raise
+        return foreign.dtype.char
 
 
 def absolute_memory(lo: int, hi: int, writable: bool) -> np.ndarray:
