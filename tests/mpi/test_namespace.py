@@ -317,3 +317,16 @@ def test_attributes_of_a_predefined_datatype_are_each_rank_s_own(tmp_path):
     )
     assert result.exit_code == 0, err
     assert sorted(out.splitlines()) == ["0 set by rank 0", "1 None"]
+
+
+def test_every_mpi4py_class_answers_missing_names_through_the_surface(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        from mpi4py import MPI
+        from pyopenib.mpi.surface import CLASS_NAMES, MpiClass
+        print(sorted(n for n in CLASS_NAMES if not isinstance(getattr(MPI, n), MpiClass)))
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert out.splitlines() == ["[]"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import weakref
 
 from . import context
+from .surface import MpiClass
 
 __all__ = [
     "ERROR_CLASSES",
@@ -205,7 +206,7 @@ def error_string(errorcode: int) -> str:
     raise Exception(_ERR_ARG)
 
 
-class Exception(RuntimeError):  # noqa: A001 - mpi4py's name
+class Exception(RuntimeError, metaclass=MpiClass):  # noqa: A001 - mpi4py's name
     """``MPI.Exception``: an MPI error code; ``str()`` is Open MPI's error string.
 
     Compares, hashes and converts as the int code (mpi4py's semantics); a negative code
