@@ -359,6 +359,8 @@ class CommConstructors:
 
     def Split(self, color: int = 0, key: int = 0):
         st = self._st()
+        if color < 0 and color != UNDEFINED:  # before any traffic, as Open MPI checks
+            raise Exception(_ERR_ARG)
         if st.inter:
             return self._split_inter(st, color, key)
         ch = Channel.of(st, "MPI_Comm_split")
@@ -367,8 +369,6 @@ class CommConstructors:
         cid = run(ch, new_cid(ch))
         if color == UNDEFINED:
             return comm_object("intra", None)
-        if color < 0:
-            raise Exception(_ERR_ARG)
         members = sorted((k, r) for r, (c, k) in enumerate(pairs) if c == color)
         ranks = [st.group[r] for _, r in members]
         return comm_object(

@@ -143,8 +143,10 @@ class Group(metaclass=MpiClass):
         return self.Get_rank()
 
     def Translate_ranks(self, ranks=None, group: Group | None = None) -> list[int]:
-        """Ranks of this group as ranks of ``group`` (default: ``COMM_WORLD``'s group);
-        UNDEFINED for a process not in it, PROC_NULL stays PROC_NULL."""
+        """Ranks of this group as ranks of ``group`` (default: ``COMM_WORLD``'s group):
+        UNDEFINED for a process not in it, or for a rank past this group's end, and for
+        every rank when ``group`` is empty; PROC_NULL stays PROC_NULL (Open MPI 4.1; a
+        negative rank, on which Open MPI crashes, is MPI_ERR_RANK)."""
         members = self._members()
         if ranks is None:
             ranks = range(len(members))
@@ -154,13 +156,17 @@ class Group(metaclass=MpiClass):
         out = []
         for r in ranks:
             r = int(r)
-            if r == PROC_NULL:
+            if other is _EMPTY:
+                out.append(UNDEFINED)
+            elif r == PROC_NULL:
                 out.append(PROC_NULL)
-                continue
-            if not 0 <= r < len(members):
+            elif r < 0:
                 raise Exception(_ERR_RANK)
-            w = members[r]
-            out.append(w if other is None else other.rank_of(w))
+            elif r >= len(members):
+                out.append(UNDEFINED)
+            else:
+                w = members[r]
+                out.append(w if other is None else other.rank_of(w))
         return out
 
     def Compare(self, group: Group) -> int:
@@ -189,9 +195,12 @@ class Group(metaclass=MpiClass):
         return cls._of(_handle(w for w in group1._members() if w not in b))
 
     def _check_ranks(self, ranks) -> list[int]:
+        """Open MPI 4.1 checks that the ranks are in range and no more than the group's
+        size (MPI_ERR_RANK); a rank named twice is accepted (Incl repeats the process,
+        Excl excludes it once)."""
         n = len(self._members())
         ranks = [int(r) for r in ranks]
-        if len(set(ranks)) != len(ranks) or any(not 0 <= r < n for r in ranks):
+        if len(ranks) > n or any(not 0 <= r < n for r in ranks):
             raise Exception(_ERR_RANK)
         return ranks
 
@@ -209,7 +218,7 @@ class Group(metaclass=MpiClass):
         for first, last, stride in ranges:
             first, last, stride = int(first), int(last), int(stride)
             if stride == 0:
-                raise Exception(_ERR_ARG)
+                raise Exception(_ERR_RANK)  # Open MPI's class for it
             if not (0 <= first < n and 0 <= last < n):
                 raise Exception(_ERR_RANK)
             if (last - first) * stride < 0:

@@ -24,7 +24,7 @@ from .coll_engine import Channel, run
 from .coll_methods import _blocks, _send_message, _store_blocks, dumps, loads
 from .comm import Intracomm
 from .errors import ERROR_CLASSES, Exception
-from .status import PROC_NULL, UNDEFINED
+from .status import PROC_NULL
 
 __all__ = [
     "CART",
@@ -100,12 +100,18 @@ class CartTopology:
 
         return moved(-disp), moved(disp)
 
-    def exchange_plan(self, rank: int):
-        """(sends, receives): (peer, block index) in posting order (see module doc)."""
+    def exchange_plan(self, rank: int, libnbc: bool = False):
+        """(sends, receives): (peer, block index) in posting order (see module doc).
+        ``libnbc``: the order of Open MPI 4.1's nonblocking neighbourhood collectives,
+        which send towards -1 first; where both neighbours along a dimension are one
+        process, the two blocks then arrive swapped, as they do with real Open MPI."""
         sends, recvs = [], []
         for d in range(len(self.dims)):
             src, dst = self.shift(rank, d, 1)
-            sends += [(dst, 2 * d + 1), (src, 2 * d)]
+            if libnbc:
+                sends += [(src, 2 * d), (dst, 2 * d + 1)]
+            else:
+                sends += [(dst, 2 * d + 1), (src, 2 * d)]
             recvs += [(src, 2 * d), (dst, 2 * d + 1)]
         return sends, recvs
 
@@ -136,7 +142,7 @@ class GraphTopology:
         lo = self.index[rank - 1] if rank else 0
         return self.edges[lo : self.index[rank]]
 
-    def exchange_plan(self, rank: int):
+    def exchange_plan(self, rank: int, libnbc: bool = False):
         plan = [(p, i) for i, p in enumerate(self.neighbors(rank))]
         return plan, plan
 
@@ -165,7 +171,7 @@ class DistGraphTopology:
     def comm_class():
         return Distgraphcomm
 
-    def exchange_plan(self, rank: int):
+    def exchange_plan(self, rank: int, libnbc: bool = False):
         sends = [(p, i) for i, p in enumerate(self.destinations)]
         recvs = [(p, i) for i, p in enumerate(self.sources)]
         return sends, recvs
@@ -308,7 +314,7 @@ def Compute_dims(nnodes: int, dims) -> list[int]:  # noqa: N802 - mpi4py's name
     factors of what the fixed ones leave, largest factor to the smallest bin, then
     sorted non-increasing."""
     dims = [0] * int(dims) if isinstance(dims, int) else [int(d) for d in dims]
-    if nnodes < 0 or any(d < 0 for d in dims):
+    if nnodes <= 0 or not dims or any(d < 0 for d in dims):
         raise Exception(_ERR_DIMS)
     fixed = math.prod(d for d in dims if d)
     free = [i for i, d in enumerate(dims) if d == 0]
@@ -384,12 +390,13 @@ class Topocomm(Intracomm):
         return self.inoutedges[1]
 
     # -- neighbourhood collectives ------------------------------------------------------
-    def _neighbor(self, st, sendbuf, recvbuf, kind: str):
+    def _neighbor(self, st, sendbuf, recvbuf, kind: str, libnbc: bool = False):
+        """``libnbc``: the nonblocking and persistent forms (Open MPI's coll/libnbc)."""
         topo = st.topo
         if topo is None:
             raise Exception(_ERR_TOPOLOGY)
         indeg, outdeg = topo.degrees(st.rank)
-        sends, recvs = topo.exchange_plan(st.rank)
+        sends, recvs = topo.exchange_plan(st.rank, libnbc)
         vector = kind.endswith("v")
         if kind.startswith("allgather"):
             data = _send_message(sendbuf).data
@@ -427,52 +434,52 @@ class Topocomm(Intracomm):
 
     def Ineighbor_allgather(self, sendbuf, recvbuf):
         return self._nonblocking(
-            self._neighbor, "MPI_Ineighbor_allgather", sendbuf, recvbuf, "allgather"
+            self._neighbor, "MPI_Ineighbor_allgather", sendbuf, recvbuf, "allgather", True
         )
 
     def Ineighbor_allgatherv(self, sendbuf, recvbuf):
         return self._nonblocking(
-            self._neighbor, "MPI_Ineighbor_allgatherv", sendbuf, recvbuf, "allgatherv"
+            self._neighbor, "MPI_Ineighbor_allgatherv", sendbuf, recvbuf, "allgatherv", True
         )
 
     def Ineighbor_alltoall(self, sendbuf, recvbuf):
         return self._nonblocking(
-            self._neighbor, "MPI_Ineighbor_alltoall", sendbuf, recvbuf, "alltoall"
+            self._neighbor, "MPI_Ineighbor_alltoall", sendbuf, recvbuf, "alltoall", True
         )
 
     def Ineighbor_alltoallv(self, sendbuf, recvbuf):
         return self._nonblocking(
-            self._neighbor, "MPI_Ineighbor_alltoallv", sendbuf, recvbuf, "alltoallv"
+            self._neighbor, "MPI_Ineighbor_alltoallv", sendbuf, recvbuf, "alltoallv", True
         )
 
     def Ineighbor_alltoallw(self, sendbuf, recvbuf):
         return self._nonblocking(
-            self._neighbor, "MPI_Ineighbor_alltoallw", sendbuf, recvbuf, "alltoallw"
+            self._neighbor, "MPI_Ineighbor_alltoallw", sendbuf, recvbuf, "alltoallw", True
         )
 
     def Neighbor_allgather_init(self, sendbuf, recvbuf, info=None):
         return self._persistent(
-            self._neighbor, "MPI_Neighbor_allgather_init", sendbuf, recvbuf, "allgather"
+            self._neighbor, "MPI_Neighbor_allgather_init", sendbuf, recvbuf, "allgather", True
         )
 
     def Neighbor_allgatherv_init(self, sendbuf, recvbuf, info=None):
         return self._persistent(
-            self._neighbor, "MPI_Neighbor_allgatherv_init", sendbuf, recvbuf, "allgatherv"
+            self._neighbor, "MPI_Neighbor_allgatherv_init", sendbuf, recvbuf, "allgatherv", True
         )
 
     def Neighbor_alltoall_init(self, sendbuf, recvbuf, info=None):
         return self._persistent(
-            self._neighbor, "MPI_Neighbor_alltoall_init", sendbuf, recvbuf, "alltoall"
+            self._neighbor, "MPI_Neighbor_alltoall_init", sendbuf, recvbuf, "alltoall", True
         )
 
     def Neighbor_alltoallv_init(self, sendbuf, recvbuf, info=None):
         return self._persistent(
-            self._neighbor, "MPI_Neighbor_alltoallv_init", sendbuf, recvbuf, "alltoallv"
+            self._neighbor, "MPI_Neighbor_alltoallv_init", sendbuf, recvbuf, "alltoallv", True
         )
 
     def Neighbor_alltoallw_init(self, sendbuf, recvbuf, info=None):
         return self._persistent(
-            self._neighbor, "MPI_Neighbor_alltoallw_init", sendbuf, recvbuf, "alltoallw"
+            self._neighbor, "MPI_Neighbor_alltoallw_init", sendbuf, recvbuf, "alltoallw", True
         )
 
     def neighbor_allgather(self, sendobj) -> list:
@@ -652,21 +659,14 @@ class Distgraphcomm(Topocomm):
 
 
 def cart_map(comm, dims, periods=None) -> int:
-    st = comm._st()
-    nodes = math.prod(int(d) for d in dims)
-    if nodes > len(st.group):
-        raise Exception(_ERR_ARG)
-    return st.rank if st.rank < nodes else UNDEFINED
+    """Open MPI 4.1's ``topo/base`` mapping: every process keeps its rank (it does not
+    return MPI_UNDEFINED for a process outside the grid, nor check the grid's size)."""
+    return comm._st().rank
 
 
 def graph_map(comm, index, edges) -> int:
-    st = comm._st()
-    index = list(index)
-    if index and index[0] == 0 and index[-1] == len(edges):
-        index = index[1:]
-    if len(index) > len(st.group):
-        raise Exception(_ERR_ARG)
-    return st.rank if st.rank < len(index) else UNDEFINED
+    """As ``cart_map``: the caller's rank."""
+    return comm._st().rank
 
 
 NAMES = {
