@@ -51,12 +51,17 @@ def test_barrier_on_a_power_of_two_is_recursive_doubling(tmp_path):
         assert _peers(sends, r) == [r ^ 1, r ^ 2, r ^ 4]
 
 
-def test_barrier_on_other_sizes_is_bruck_and_on_two_a_single_exchange(tmp_path):
+def test_barrier_on_three_folds_the_extra_rank_and_on_four_to_seven_is_linear(tmp_path):
+    """Open MPI 4.1.4: under 4 processes and from 8 to 63 recursive doubling (the ranks
+    above the power of two check in with rank - pof2 first); 4 to 7, linear."""
+    sends = _collective_sends(tmp_path, "from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()", 3)
+    assert _peers(sends, 2) == [0]
+    assert _peers(sends, 0) == [1, 2]
+    assert _peers(sends, 1) == [0]
     sends = _collective_sends(tmp_path, "from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()", 5)
-    for r in range(5):
-        assert _peers(sends, r) == [(r + 1) % 5, (r + 2) % 5, (r + 4) % 5]
-    sends = _collective_sends(tmp_path, "from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()", 2)
-    assert sorted(sends) == [(0, 1), (1, 0)]
+    assert _peers(sends, 0) == [1, 2, 3, 4]
+    for r in range(1, 5):
+        assert _peers(sends, r) == [0]
 
 
 def test_small_bcast_is_a_binomial_tree_and_large_bcast_on_two_ranks_a_pipeline(tmp_path):
@@ -111,15 +116,19 @@ def test_small_noncommutative_reduce_is_linear_at_the_root(tmp_path):
     assert sorted(sends) == [(0, 2), (1, 2), (3, 2), (4, 2)]
 
 
-def test_large_alltoall_is_a_pairwise_exchange(tmp_path):
+def test_alltoall_follows_open_mpi_4_1_4s_table(tmp_path):
+    """Blocks under 8 KiB on 3 to 7 processes: linear (every send at once); on two
+    processes: one pairwise exchange."""
     prog = """
         import numpy as np
         from mpi4py import MPI
-        MPI.COMM_WORLD.Alltoall(np.zeros(4 * 1000), np.zeros(4 * 1000))
+        n = MPI.COMM_WORLD.size
+        MPI.COMM_WORLD.Alltoall(np.zeros(n * 1000), np.zeros(n * 1000))
     """
     sends = _collective_sends(tmp_path, prog, 4)
     for r in range(4):
-        assert _peers(sends, r) == [(r + 1) % 4, (r + 2) % 4, (r + 3) % 4]
+        assert _peers(sends, r) == [(r - 1) % 4, (r - 2) % 4, (r - 3) % 4]
+    assert sorted(_collective_sends(tmp_path, prog, 2)) == [(0, 1), (1, 0)]
 
 
 def test_a_nonblocking_collective_progresses_while_its_rank_blocks_in_recv(tmp_path):

@@ -5,30 +5,29 @@ and returns the result; data are uint8 arrays (the callers turn buffers into byt
 back), blocks received without a buffer are the PML's (``req.data``), and ``combine(a, b)``
 is ``a op b`` with ``a`` from the lower ranks (MPI's operand order).
 
-Which algorithm runs follows the fixed decision rules of Open MPI's ``coll/tuned``
-(``coll_tuned_decision_fixed.c``, the rules measured on UTK's Grig cluster that Open MPI
-shipped from 1.3 through 4.0), so the fabric sees Open MPI's traffic pattern:
+Which algorithm runs follows Open MPI's ``coll/tuned`` fixed decision functions, so the
+fabric sees Open MPI's traffic pattern. Barrier, Allreduce, Alltoall and Alltoallv take
+Open MPI 4.1.4's rules (``coll_tuned_decision_fixed.c`` at v4.1.4: tables by
+communicator size and bytes, transcribed below with each function); the others take the
+older fixed rules Open MPI shipped from 1.3 to 4.0 (measured on UTK's Grig cluster),
+which 4.1 replaced with tables that pick algorithms not built here:
 
-* barrier: two processes, a pairwise exchange; a power of two, recursive doubling;
-  otherwise Bruck's dissemination;
 * bcast: under 2048 bytes, binomial tree; when ``size < 1.6134e-6 * bytes + 2.1102``, a
-  pipeline (chain) of 128 KiB segments; otherwise binomial (*not reproduced*: tuned's
-  segmented split-binary tree for those sizes);
+  pipeline (chain) of 128 KiB segments; otherwise binomial. (4.1.4 picks among linear,
+  chain, pipeline, binary, split-binary, binomial and k-nomial trees by size.)
 * reduce: non-commutative operations, or ``size < 20`` and under 512 bytes, or
   ``size < 10`` and up to 1024 bytes, linear at the root; otherwise binomial (*not
-  reproduced*: the segmented binary and pipeline trees tuned picks above 20 KiB);
-* allreduce: under 10000 bytes recursive doubling; commutative with more elements than
-  processes, ring; otherwise reduce then bcast (tuned's "nonoverlapping");
+  reproduced*: the segmented binary, in-order binary and pipeline trees);
 * allgather: two processes, an exchange; under 50000 bytes in all, recursive doubling for
   a power of two and Bruck otherwise (Bruck for allgatherv); above, ring (*not
-  reproduced*: neighbour exchange for an even number of processes);
-* alltoall: two processes, an exchange; blocks under 3000 bytes, linear (all sends and
-  receives at once; *not reproduced*: Bruck for blocks under 200 bytes on more than 12
-  processes); otherwise pairwise exchange; alltoallv/w linear;
-* gather, scatter (and v): linear (*not reproduced*: tuned's binomial trees for large
-  communicators);
-* reduce_scatter(_block): reduce to rank 0, then scatter(v) ("nonoverlapping");
-* scan, exscan: linear chain (Open MPI's coll/basic).
+  reproduced*: neighbour exchange);
+* gather, scatter (and v): linear (*not reproduced*: binomial trees);
+* reduce_scatter(_block): reduce to rank 0, then scatter(v) ("nonoverlapping"; *not
+  reproduced*: recursive halving, ring, butterfly);
+* scan, exscan: linear chain (Open MPI's coll/basic, which 4.1 uses for them).
+
+Nonblocking collectives (Open MPI's coll/libnbc) run the same schedules; libnbc's own
+algorithm choices are not reproduced.
 """
 
 from __future__ import annotations
@@ -60,9 +59,7 @@ _U8 = np.uint8
 BCAST_SMALL = 2048
 BCAST_PIPELINE_A, BCAST_PIPELINE_B = 1.6134e-6, 2.1102
 BCAST_SEGMENT = 128 * 1024
-ALLREDUCE_INTERMEDIATE = 10000
 ALLGATHER_SMALL = 50000
-ALLTOALL_LINEAR = 3000
 
 
 def exchange(ch, data, peer: int):
@@ -86,23 +83,57 @@ def split_blocks(data, sizes) -> list:
 
 # -- barrier ----------------------------------------------------------------------------
 def barrier(ch):
-    n, r = ch.size, ch.rank
+    """Open MPI 4.1.4's fixed rule: fewer than 4 processes or 8 to 63, recursive doubling;
+    4 to 7, linear; 64 and more, Bruck (*not reproduced*: the tree it takes from 256 on)."""
+    n = ch.size
     if n == 1:
         return
-    if n == 2:
-        yield from exchange(ch, EMPTY, 1 - r)
-    elif n & (n - 1) == 0:
-        mask = 1
-        while mask < n:
-            yield from exchange(ch, EMPTY, r ^ mask)
-            mask <<= 1
+    if 4 <= n < 8:
+        yield from _barrier_linear(ch)
+    elif n < 64:
+        yield from _barrier_recursive_doubling(ch)
     else:
-        k = 1
-        while k < n:
-            s = ch.isend(EMPTY, (r + k) % n)
-            q = ch.irecv((r - k) % n)
-            yield [s, q]
-            k <<= 1
+        yield from _barrier_bruck(ch)
+
+
+def _barrier_linear(ch):
+    """Everyone tells rank 0, which answers everyone."""
+    n, r = ch.size, ch.rank
+    if r:
+        yield [ch.isend(EMPTY, 0)]
+        yield [ch.irecv(0)]
+        return
+    yield [ch.irecv(i) for i in range(1, n)]
+    yield [ch.isend(EMPTY, i) for i in range(1, n)]
+
+
+def _barrier_recursive_doubling(ch):
+    """Exchanges with rank ^ 1, ^ 2, ... among the largest power of two; the ranks above
+    it first check in with rank - pof2 and are released by it at the end."""
+    n, r = ch.size, ch.rank
+    pof2 = 1 << (n.bit_length() - 1)
+    if r >= pof2:
+        yield [ch.isend(EMPTY, r - pof2)]
+        yield [ch.irecv(r - pof2)]
+        return
+    if r < n - pof2:
+        yield [ch.irecv(r + pof2)]
+    mask = 1
+    while mask < pof2:
+        yield from exchange(ch, EMPTY, r ^ mask)
+        mask <<= 1
+    if r < n - pof2:
+        yield [ch.isend(EMPTY, r + pof2)]
+
+
+def _barrier_bruck(ch):
+    n, r = ch.size, ch.rank
+    k = 1
+    while k < n:
+        s = ch.isend(EMPTY, (r + k) % n)
+        q = ch.irecv((r - k) % n)
+        yield [s, q]
+        k <<= 1
 
 
 # -- bcast ------------------------------------------------------------------------------
@@ -121,6 +152,16 @@ def bcast_object(ch, data, root: int):
     if ch.size == 1:
         return data
     return (yield from _bcast_binomial(ch, data, root))
+
+
+def _bcast_linear(ch, data, root: int):
+    """The root sends to every other rank."""
+    if ch.rank != root:
+        q = ch.irecv(root)
+        yield [q]
+        return q.data
+    yield [ch.isend(data, i) for i in range(ch.size) if i != root]
+    return data
 
 
 def _bcast_binomial(ch, data, root: int):
@@ -236,15 +277,64 @@ def reduce_object(ch, data, combine, root: int):
 
 
 # -- allreduce --------------------------------------------------------------------------
+def _pick(table, n: int, nbytes: int) -> int:
+    """An algorithm number from a decision table: rows (communicator size limit, steps)
+    where steps are (byte limit, algorithm) and the last step's limit is None."""
+    for size_limit, steps in table:
+        if size_limit is None or n < size_limit:
+            for byte_limit, alg in steps:
+                if byte_limit is None or nbytes < byte_limit:
+                    return alg
+    raise AssertionError("a decision table ends with a catch-all row")
+
+
+K = 1024
+# Open MPI 4.1.4 coll_tuned_decision_fixed.c, ompi_coll_tuned_allreduce_intra_dec_fixed:
+# 1 basic linear, 2 nonoverlapping, 3 recursive doubling, 4 ring, 5 segmented ring,
+# 6 Rabenseifner
+ALLREDUCE_COMMUTATIVE = [
+    (4, [(8, 4), (4 * K, 3), (8 * K, 4), (16 * K, 3), (64 * K, 4), (256 * K, 5), (None, 6)]),
+    (8, [(16, 4), (8 * K, 3), (None, 6)]),
+    (16, [(8 * K, 3), (None, 6)]),
+    (32, [(64, 5), (4 * K, 3), (None, 6)]),
+    (64, [(128, 5), (None, 6)]),
+    (128, [(256 * K, 3), (None, 6)]),
+    (256, [(128 * K, 2), (256 * K, 3), (None, 6)]),
+    (512, [(4 * K, 2), (None, 6)]),
+    (2048, [(2 * K, 2), (16 * K, 3), (None, 6)]),
+    (4096, [(2 * K, 2), (4 * K, 5), (16 * K, 3), (None, 6)]),
+    (None, [(2 * K, 2), (16 * K, 5), (32 * K, 3), (None, 6)]),
+]
+ALLREDUCE_NONCOMMUTATIVE = [
+    (4, [(128 * K, 3), (None, 1)]),
+    (8, [(None, 3)]),
+    (16, [(1024 * K, 3), (None, 2)]),
+    (128, [(None, 3)]),
+    (256, [(128 * K, 2), (512 * K, 3), (None, 2)]),
+    (512, [(4 * K, 2), (512 * K, 3), (None, 2)]),
+    (None, [(2 * K, 2), (None, 3)]),
+]
+
+
 def allreduce(ch, data, combine, commute: bool, nbytes: int, itemsize: int):
+    """Open MPI 4.1.4's fixed rule (the tables above). *Not reproduced*: the segmented
+    ring runs as the ring, and Rabenseifner's algorithm (recursive halving, then
+    doubling) as the ring too, which moves the same bytes per rank over other peers."""
     n = ch.size
     if n == 1:
         return data
     count = nbytes // itemsize if itemsize else 0
-    if nbytes < ALLREDUCE_INTERMEDIATE:
+    table = ALLREDUCE_COMMUTATIVE if commute else ALLREDUCE_NONCOMMUTATIVE
+    alg = _pick(table, n, nbytes)
+    if alg >= 4 and count < n:
+        alg = 3  # Open MPI's ring falls back to recursive doubling below one element each
+    if alg == 3:
         return (yield from recursive_doubling(ch, data, combine))
-    if commute and count > n:
+    if alg >= 4:
         return (yield from _allreduce_ring(ch, data, combine, count, itemsize))
+    if alg == 1:
+        result = yield from _reduce_linear(ch, data, combine, 0)
+        return (yield from _bcast_linear(ch, result, 0))
     result = yield from reduce(ch, data, combine, 0, commute, nbytes)
     return (yield from bcast(ch, result, 0, nbytes))
 
@@ -404,13 +494,48 @@ def _allgather_bruck(ch, data, sizes):
 
 
 # -- alltoall ---------------------------------------------------------------------------
+# ompi_coll_tuned_alltoall_intra_dec_fixed (4.1.4): 1 linear, 2 pairwise, 3 modified
+# Bruck, 4 linear with a bounded number of requests, 5 two processes
+ALLTOALL = [
+    (
+        3,
+        [
+            (2, 2),
+            (4, 5),
+            (16, 2),
+            (64, 5),
+            (256, 2),
+            (4 * K, 5),
+            (32 * K, 2),
+            (256 * K, 4),
+            (1024 * K, 5),
+            (None, 2),
+        ],
+    ),
+    (8, [(8 * K, 4), (16 * K, 1), (64 * K, 4), (512 * K, 1), (1024 * K, 2), (None, 1)]),
+    (16, [(256 * K, 4), (None, 1)]),
+    (32, [(4, 4), (512, 3), (8 * K, 4), (32 * K, 1), (256 * K, 4), (512 * K, 1), (None, 4)]),
+    (64, [(512, 3), (512 * K, 1), (None, 4)]),
+    (128, [(1 * K, 3), (2 * K, 1), (4 * K, 4), (256 * K, 1), (None, 2)]),
+    (256, [(1 * K, 3), (2 * K, 4), (256 * K, 1), (None, 2)]),
+    (512, [(1 * K, 3), (8 * K, 4), (32 * K, 1), (None, 2)]),
+    (1024, [(512, 3), (8 * K, 4), (16 * K, 1), (128 * K, 4), (256 * K, 1), (None, 2)]),
+    (2048, [(512, 3), (1 * K, 4), (2 * K, 1), (16 * K, 4), (256 * K, 1), (None, 4)]),
+    (4096, [(1 * K, 3), (4 * K, 4), (8 * K, 1), (128 * K, 4), (None, 1)]),
+    (None, [(2 * K, 3), (8 * K, 4), (16 * K, 1), (32 * K, 4), (64 * K, 1), (None, 4)]),
+]
+
+
 def alltoall(ch, blocks, block_nbytes: int):
+    """Open MPI 4.1.4's fixed rule (the table above; ``block_nbytes`` is one block). Two
+    processes exchange once whichever it picks; *not reproduced*: the modified Bruck
+    algorithm (small blocks from 32 processes on) runs linear."""
     n = ch.size
     if n == 1:
         return list(blocks)
-    if n == 2 or block_nbytes >= ALLTOALL_LINEAR:
+    if _pick(ALLTOALL, n, block_nbytes) == 2 or n == 2:
         return (yield from _alltoall_pairwise(ch, blocks))
-    return (yield from alltoallv(ch, blocks))
+    return (yield from alltoallv(ch, blocks, pairwise=False))
 
 
 def _alltoall_pairwise(ch, blocks):
@@ -426,9 +551,15 @@ def _alltoall_pairwise(ch, blocks):
     return out
 
 
-def alltoallv(ch, blocks):
-    """Linear: every receive and send posted at once (Open MPI's basic linear)."""
+def alltoallv(ch, blocks, pairwise: bool | None = None):
+    """Linear (every receive and send posted at once, Open MPI's basic linear) or
+    pairwise; for Alltoallv Open MPI 4.1.4 takes pairwise below 4 processes and from 64
+    to 127 and from 256 to 1023, linear otherwise."""
     n, r = ch.size, ch.rank
+    if pairwise is None:
+        pairwise = n < 4 or 64 <= n < 128 or 256 <= n < 1024
+    if pairwise:
+        return (yield from _alltoall_pairwise(ch, blocks))
     recvs = {i: ch.irecv(i) for i in ((r + k) % n for k in range(1, n))}
     sends = [ch.isend(blocks[i], i) for i in ((r - k) % n for k in range(1, n))]
     yield list(recvs.values()) + sends
