@@ -170,7 +170,8 @@ class ModuleSpace:
 
     def _tracer(self, chained):
         """The greenlet trace function: a closure with ``_install`` inlined, as it runs at
-        every switch of the job (its cost: docs/PERFORMANCE.md, isolation)."""
+        every switch of the job: measured at ~0.55 us per resume of a rank when the rank
+        changes (two trace calls and the swap), ~2 % of an 8-byte ping-pong message."""
         ranks_get = self._ranks.get
         modules = sys.modules
         get = modules.get

@@ -11,7 +11,8 @@ A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
 * every rank returned: exit 0 (a rank that finished keeps serving its peers' protocol
   traffic, as ``MPI_Finalize`` does, until the last one finishes);
 * a rank raised: its traceback on its stderr, mpirun's "exited with non-zero status"
-  report, exit 1 (``sys.exit(n)``: exit n);
+  report, exit 1 (``sys.exit(n)``: exit n), once the ranks already due at that simulated
+  instant have run (``_Job._end``); the others are then killed and report nothing;
 * ``Abort(code)``: mpirun's MPI_ABORT report, exit ``code``;
 * the BTL raised ``TransportError``: its report (Open MPI's wording), exit 3;
 * no rank can run and no event is pending: a deadlock report naming each rank's blocking
