@@ -491,7 +491,11 @@ def _checked(values, n: int) -> list[int]:
 
 
 def _is_integral(obj) -> bool:
-    return hasattr(obj, "__index__")
+    try:
+        obj.__index__()
+    except (AttributeError, TypeError):
+        return False
+    return True
 
 
 def vector_message(spec, nprocs: int, writable: bool = False, peer: int = 0) -> VectorMessage:

@@ -255,10 +255,19 @@ class PointToPoint:
         recvtag: int = ANY_TAG,
         status=None,
     ) -> None:
-        r = self.Irecv(recvbuf, source, recvtag)
-        s = self.Isend(sendbuf, dest, sendtag)
+        r, s = self._sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag, "MPI_Sendrecv")
         s.Wait()
         r.Wait(status)
+
+    def _sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, call):
+        """Both specs parsed before anything is posted (as mpi4py): a malformed send
+        spec must not leave a receive behind."""
+        rmsg = message(recvbuf, writable=True, peer=source)
+        smsg = message(sendbuf, peer=dest)
+        r = wrap(self._irecv_buf(rmsg, source, recvtag, call))
+        st = self._st()
+        label = (_p2p_label, call, smsg, "dest", dest, sendtag, st)
+        return r, self._isend_data(st, smsg.data, dest, sendtag, False, label)
 
     def Isendrecv(
         self,
@@ -269,8 +278,7 @@ class PointToPoint:
         source: int = ANY_SOURCE,
         recvtag: int = ANY_TAG,
     ) -> Request:
-        r = self.Irecv(recvbuf, source, recvtag)
-        s = self.Isend(sendbuf, dest, sendtag)
+        r, s = self._sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag, "MPI_Isendrecv")
         return wrap(_Pair(s._op, r._op))
 
     def Sendrecv_replace(

@@ -11,6 +11,7 @@ messages (absolute addresses from ``Get_address``) through ``absolute_memory``.
 from __future__ import annotations
 
 import ctypes
+import warnings
 import weakref
 
 import numpy as np
@@ -55,30 +56,41 @@ class _DLManagedTensor(ctypes.Structure):
     pass
 
 
+class _DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
 _DLManagedTensor._fields_ = [
     ("dl_tensor", _DLTensor),
     ("manager_ctx", ctypes.c_void_p),
     ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))),
 ]
+_DLManagedTensorVersioned._fields_ = [
+    ("version", ctypes.c_uint32 * 2),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensorVersioned))),
+    ("flags", ctypes.c_uint64),
+    ("dl_tensor", _DLTensor),
+]
+_DL_READ_ONLY = 1
+_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_get.restype = ctypes.c_void_p
 _capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsule_rename = ctypes.pythonapi.PyCapsule_SetName
 _capsule_rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
-_DL_CPU = 1
 
 
 def _contiguous(shape, strides, itemsize: int) -> bool:
-    """C or Fortran contiguity of a (shape, strides in items) layout."""
+    """C or Fortran contiguity of a layout (strides in bytes; None: C-contiguous)."""
     if strides is None:
         return True
-    for dims in (
-        list(zip(shape, strides, strict=True))[::-1],
-        list(zip(shape, strides, strict=True)),
-    ):
-        step, ok = 1, True
-        for n, st in dims:
+    dims = list(zip(shape, strides, strict=True))
+    for order in (dims[::-1], dims):
+        step, ok = itemsize, True
+        for n, st in order:
             if n > 1 and st != step:
                 ok = False
                 break
@@ -100,14 +112,22 @@ def _host_view(addr: int, nbytes: int, dtype: np.dtype, readonly: bool) -> np.nd
 
 
 def _from_dlpack(obj) -> np.ndarray:
-    """A DLPack tensor on the CPU as a numpy array over its memory; the producer's deleter
-    runs when the array is garbage (mpi4py keeps the capsule for the call's duration)."""
-    device = obj.__dlpack_device__()
-    if device[0] != _DL_CPU:
-        raise BufferError("dlpack: device is not the CPU")
-    capsule = obj.__dlpack__()
-    ptr = _capsule_get(capsule, b"dltensor")
-    managed = _DLManagedTensor.from_address(ptr)
+    """A DLPack tensor as a numpy array over its memory; the producer's deleter runs when
+    the array is garbage. The simulated job has no device memory: a tensor that says it
+    lives on a GPU is read at its address, as a CUDA-aware MPI with unified addressing
+    would (the test suite's fake GPU tensors are host memory)."""
+    cpu = obj.__dlpack_device__()[0] == 1
+    stream = None if cpu else -1  # "synchronise with the legacy default stream"
+    try:
+        capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
+    except TypeError:  # a producer of DLPack before 1.0
+        capsule = obj.__dlpack__(stream=stream)
+    versioned = bool(_capsule_valid(capsule, b"dltensor_versioned"))
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    ptr = _capsule_get(capsule, name)
+    struct = _DLManagedTensorVersioned if versioned else _DLManagedTensor
+    managed = struct.from_address(ptr)
+    readonly = versioned and bool(managed.flags & _DL_READ_ONLY)
     t = managed.dl_tensor
     kind = _DL_KINDS.get(t.dtype.code)
     itemsize = t.dtype.bits // 8 * t.dtype.lanes
@@ -116,43 +136,50 @@ def _from_dlpack(obj) -> np.ndarray:
     elif kind is None or t.dtype.lanes != 1:
         raise BufferError(f"dlpack: unsupported data type code {t.dtype.code}")
     shape = [t.shape[i] for i in range(t.ndim)]
-    strides = None if not t.strides else [t.strides[i] for i in range(t.ndim)]
+    strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
     if not _contiguous(shape, strides, itemsize):
         raise BufferError("dlpack: buffer is not contiguous")
     dtype = np.dtype("?" if kind == "b" else f"{kind}{itemsize}")
-    view = _host_view((t.data or 0) + t.byte_offset, int(np.prod(shape)) * itemsize, dtype, False)
-    _capsule_rename(capsule, b"used_dltensor")
+    nbytes = int(np.prod(shape)) * itemsize
+    view = _host_view((t.data or 0) + t.byte_offset, nbytes, dtype, readonly)
+    _capsule_rename(capsule, b"used_" + name)
     owner = view.base if view.base is not None else view
-    weakref.finalize(owner, _release_dlpack, capsule, managed.deleter, ptr)
+    weakref.finalize(owner, _release_dlpack, capsule, managed.deleter, ctypes.pointer(managed))
     return view
 
 
-def _release_dlpack(capsule, deleter, ptr: int) -> None:
+def _release_dlpack(capsule, deleter, ptr) -> None:
     """The consumer's side of DLPack: call the producer's deleter once the memory is no
     longer viewed. The capsule is held until then (its destructor may own the struct)."""
     if deleter:
-        deleter(ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor)))
+        deleter(ptr)
     del capsule
 
 
 def _from_cai(obj) -> np.ndarray:
     """A ``__cuda_array_interface__`` object's memory (host memory, as the test suite's
-    fake GPU arrays use) as a numpy array."""
+    fake GPU arrays use) as a numpy array, with mpi4py's checks and messages."""
     cai = obj.__cuda_array_interface__
-    typestr = cai["typestr"]
-    if typestr[0] == ">":
+    address, readonly = cai["data"]
+    typestr, shape = cai["typestr"], tuple(cai["shape"])
+    strides, descr, mask = cai.get("strides"), cai.get("descr"), cai.get("mask")
+    what = "__cuda_array_interface__"
+    if typestr[0] not in "<|":
+        order = "non-native" if typestr[0] == ">" else "unrecognized"
+        raise BufferError(f"{what}: typestr {typestr!r} with {order} byte order")
+    if mask is not None:
+        raise BufferError(f"{what}: cannot handle masked arrays")
+    itemsize = int(typestr[2:])
+    if not _contiguous(shape, strides, itemsize):
         raise BufferError(
-            f"__cuda_array_interface__: typestr {typestr!r} with non-native byte order"
+            f"{what}: buffer is not contiguous "
+            f"(shape:{shape}, strides:{strides}, itemsize:{itemsize})"
         )
-    dtype = np.dtype(typestr)
-    shape = tuple(cai["shape"])
-    strides = cai.get("strides")
-    if strides is not None:
-        strides = [st // dtype.itemsize for st in strides]
-    if not _contiguous(shape, strides, dtype.itemsize):
-        raise BufferError("__cuda_array_interface__: buffer is not contiguous")
-    addr, readonly = cai["data"]
-    return _host_view(addr or 0, int(np.prod(shape)) * dtype.itemsize, dtype, readonly)
+    if descr is not None and (len(descr) != 1 or tuple(descr[0]) != ("", typestr)):
+        warnings.warn(f"{what}: ignoring 'descr' key", RuntimeWarning, stacklevel=4)
+    dtype = np.dtype(typestr) if typestr[1] in "biufc" else np.dtype(f"V{itemsize}")
+    view = _host_view(address or 0, int(np.prod(shape)) * itemsize, np.dtype(np.uint8), readonly)
+    return view if dtype.kind == "V" else view.view(dtype)
 
 
 def _foreign(buf) -> np.ndarray | None:
@@ -167,12 +194,14 @@ def _foreign(buf) -> np.ndarray | None:
 def raw_bytes(buf, writable: bool = False) -> np.ndarray:
     """The whole buffer as a 1-D uint8 array, without copying it."""
     if type(buf) is np.ndarray:
-        if not buf.flags.c_contiguous:
-            raise BufferError("ndarray is not C-contiguous")
-        if buf.dtype is _U8 and buf.ndim == 1:
+        if buf.dtype is _U8 and buf.ndim == 1 and buf.flags.c_contiguous:
             data = buf  # the common case (osu-style byte buffers): nothing to reshape
-        else:
+        elif buf.flags.c_contiguous:
             data = buf.reshape(-1).view(_U8)
+        elif buf.flags.f_contiguous:  # mpi4py takes any contiguous buffer, in memory order
+            data = buf.T.reshape(-1).view(_U8)
+        else:
+            raise BufferError("ndarray is not contiguous")
     elif isinstance(buf, np.ndarray):
         return raw_bytes(np.asarray(buf), writable)
     else:
