@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = json.loads(Path(__file__).with_name("mpi4py_suite_baseline.json").read_text())
-JOB_TIMEOUT_S = 120.0
+JOB_TIMEOUT_S = 180.0
 
 
 def _harness():
