@@ -113,6 +113,11 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
         buf.flags.writeable = False
         return buf
 
+    def __bool__(self) -> bool:
+        """Non-empty, as mpi4py's buffer (it has ``__len__``) is true when it has bytes;
+        numpy's elementwise truth would raise for more than one byte."""
+        return len(self) > 0
+
     def release(self) -> None:
         """Release the underlying buffer exposed by the buffer object."""
         self.__setstate__((1, (0,), _U8, False, b""))

@@ -41,6 +41,7 @@ from .memory import buffer
 from .ops import OPS
 from .request import Operation, Request, completed_request, wrap
 from .status import PROC_NULL, UNDEFINED, empty_fields
+from .surface import MpiClass
 
 __all__ = ["NAMES", "WIN_NULL", "Win"]
 
@@ -177,7 +178,7 @@ class _RmaOperation(Operation):
         return empty_fields(), None
 
 
-class Win(WinAttributes, WinErrhandlers):
+class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
     """``MPI.Win``. ``Win()`` is the null window."""
 
     __slots__ = ("_w", "__weakref__")
@@ -673,7 +674,7 @@ class Win(WinAttributes, WinErrhandlers):
             self._await_post(w, t)
         self._complete_all(w, "MPI_Win_complete", set(targets))
         if not w.start_nocheck:
-            w.osc.osc.complete(w.osc, targets)
+            _wait(w.rc, w.osc.osc.complete(w.osc, targets), "MPI_Win_complete")
         w.start = None
 
     def Post(self, group, assertion: int = 0) -> None:
@@ -743,7 +744,7 @@ class Win(WinAttributes, WinErrhandlers):
         self._complete_all(w, "MPI_Win_unlock", {rank})
         exclusive, nocheck = w.locks.pop(rank)
         if not nocheck:
-            w.osc.osc.unlock(w.osc, rank, exclusive)
+            _wait(w.rc, [w.osc.osc.unlock(w.osc, rank, exclusive)], "MPI_Win_unlock")
 
     def Lock_all(self, assertion: int = 0) -> None:
         w = self._s()
@@ -763,8 +764,9 @@ class Win(WinAttributes, WinErrhandlers):
             raise _error("ERR_RMA_SYNC")
         self._complete_all(w, "MPI_Win_unlock_all")
         if not w.lock_all:
-            for t in range(w.st.size):
-                w.osc.osc.unlock(w.osc, t, False)
+            osc = w.osc.osc
+            reqs = [osc.unlock(w.osc, t, False) for t in range(w.st.size)]
+            _wait(w.rc, reqs, "MPI_Win_unlock_all")
         w.lock_all = None
 
     def _passive(self, w: WinState, rank: int | None) -> None:

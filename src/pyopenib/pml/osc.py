@@ -23,7 +23,13 @@ What goes where, as osc/rdma does it over a BTL:
 Ordering: the BTL delivers messages of different sizes on different QPs, so they may
 overtake each other; accumulates from one origin to one target must not (MPI's default
 ``accumulate_ordering``), so each carries a per-(window, origin) sequence number and the
-target applies them in that order — the PML's ``frags_cant_match`` idea again.
+target applies them in that order — the PML's ``frags_cant_match`` idea again. Nor are
+they ordered with the PML's own traffic (which may ride an eager-RDMA ring), so every
+message that changes the target's state is acknowledged (ACK, REPLY, LOCK_ACK,
+UNLOCK_ACK, COMPLETE_ACK) and the call that ends an epoch waits for the
+acknowledgements: nothing for a window is still in flight when a barrier lets its peers
+free it, and a target's ``Test`` after a barrier that follows the origin's ``Complete``
+sees the epoch over.
 
 Nothing here blocks: every operation returns an ``OscRequest`` (or a count the caller
 reads) and the MPI layer drives progress until it is complete. Window ranks are indices
@@ -48,7 +54,7 @@ BTL_TAG_OSC = 2
 
 # message types (first byte)
 _CONNECT, _ACC, _GACC, _CAS, _ACK, _REPLY, _LOCK, _LOCK_ACK, _UNLOCK = range(1, 10)
-_POST, _COMPLETE, _REGION, _REGION_REPLY = range(10, 14)
+_POST, _COMPLETE, _REGION, _REGION_REPLY, _UNLOCK_ACK, _COMPLETE_ACK = range(10, 16)
 
 _TYPE = struct.Struct("<B")
 # type, window id, sequence, origin request id, position of the chunk in the origin's
@@ -61,7 +67,7 @@ _ID_HDR = struct.Struct("<BBxxxxxxQ")
 # ... + the chunk's position in the origin's packed stream
 _REPLY_HDR = struct.Struct("<BBxxxxxxQQ")
 _REASONS = ("", "range", "attach")
-# type, exclusive, window id, request id
+# type, exclusive, window id, request id (LOCK, UNLOCK; COMPLETE with exclusive 0)
 _LOCK_HDR = struct.Struct("<BBxxIQ")
 # type, window id
 _WIN_HDR = struct.Struct("<BxxxI")
@@ -565,13 +571,21 @@ class OscModule:
         self.btl.send(win.peers[target], BTL_TAG_OSC, msg)
         return req
 
-    def unlock(self, win: OscWindow, target: int, exclusive: bool) -> None:
-        """Release a lock (after the caller flushed its operations to ``target``)."""
+    def unlock(self, win: OscWindow, target: int, exclusive: bool) -> OscRequest:
+        """Release a lock (after the caller flushed its operations to ``target``); the
+        request completes when the target has released it. Waiting for that keeps an
+        UNLOCK from arriving after the window is freed: the PML's barrier in ``Free`` may
+        travel on an eager-RDMA ring and overtake it."""
+        req = self._new_request("MPI_Win_unlock", None, target)
+        req.parts = 1
+        self._requests[req.id] = req
         if target == win.rank:
             self._grant(win, win.lock.release(exclusive))
-            return
-        msg = _LOCK_HDR.pack(_UNLOCK, exclusive, win.win_id, 0)
+            self._part_done(req)
+            return req
+        msg = _LOCK_HDR.pack(_UNLOCK, exclusive, win.win_id, req.id)
         self.btl.send(win.peers[target], BTL_TAG_OSC, msg)
+        return req
 
     def _grant(self, win: OscWindow, granted: list[tuple[int, int]]) -> None:
         for origin, req_id in granted:
@@ -582,20 +596,32 @@ class OscModule:
                 self.btl.send(win.peers[origin], BTL_TAG_OSC, ack)
 
     def post(self, win: OscWindow, origins: list[int]) -> None:
-        """Expose the window to ``origins`` (window ranks): one POST each."""
-        self._notify(win, origins, _POST, win.posts)
-
-    def complete(self, win: OscWindow, targets: list[int]) -> None:
-        """End an access epoch at ``targets`` (after their operations completed)."""
-        self._notify(win, targets, _COMPLETE, win.completes)
-
-    def _notify(self, win: OscWindow, peers: list[int], kind: int, counts: list[int]) -> None:
-        msg = _WIN_HDR.pack(kind, win.win_id)
-        for p in peers:
+        """Expose the window to ``origins`` (window ranks): one POST each (an origin waits
+        for it before its first operation, so it needs no acknowledgement)."""
+        msg = _WIN_HDR.pack(_POST, win.win_id)
+        for p in origins:
             if p == win.rank:
-                counts[p] += 1
+                win.posts[p] += 1
             else:
                 self.btl.send(win.peers[p], BTL_TAG_OSC, msg)
+
+    def complete(self, win: OscWindow, targets: list[int]) -> list[OscRequest]:
+        """End an access epoch at ``targets`` (after their operations completed); each
+        request completes when its target counted the COMPLETE, as osc/rdma's
+        ``MPI_Win_complete`` returns once its remote increment is done."""
+        reqs = []
+        for t in targets:
+            req = self._new_request("MPI_Win_complete", None, t)
+            req.parts = 1
+            self._requests[req.id] = req
+            if t == win.rank:
+                win.completes[t] += 1
+                self._part_done(req)
+            else:
+                msg = _LOCK_HDR.pack(_COMPLETE, 0, win.win_id, req.id)
+                self.btl.send(win.peers[t], BTL_TAG_OSC, msg)
+            reqs.append(req)
+        return reqs
 
     # -- the target and the replies -----------------------------------------------------
     def _on_message(self, peer: int, payload: memoryview) -> None:
@@ -607,7 +633,7 @@ class OscModule:
             win = self.windows[_ACC_HDR.unpack_from(payload)[1]]
             for msg in win.in_order(win.index_of(peer), seq, bytes(payload)):
                 self._serve_accumulate(peer, win, msg)
-        elif kind == _ACK or kind == _LOCK_ACK:
+        elif kind in (_ACK, _LOCK_ACK, _UNLOCK_ACK, _COMPLETE_ACK):
             _, status, req_id = _ID_HDR.unpack_from(payload)
             req = self._requests[req_id]
             self._failed(req, status)
@@ -620,13 +646,18 @@ class OscModule:
             if win.lock.request(win.index_of(peer), bool(exclusive), req_id):
                 self.btl.send(peer, BTL_TAG_OSC, _ID_HDR.pack(_LOCK_ACK, 0, req_id))
         elif kind == _UNLOCK:
-            _, exclusive, win_id, _ = _LOCK_HDR.unpack_from(payload)
+            _, exclusive, win_id, req_id = _LOCK_HDR.unpack_from(payload)
             win = self.windows[win_id]
             self._grant(win, win.lock.release(bool(exclusive)))
-        elif kind == _POST or kind == _COMPLETE:
+            self.btl.send(peer, BTL_TAG_OSC, _ID_HDR.pack(_UNLOCK_ACK, 0, req_id))
+        elif kind == _POST:
             win = self.windows[_WIN_HDR.unpack_from(payload)[1]]
-            counts = win.posts if kind == _POST else win.completes
-            counts[win.index_of(peer)] += 1
+            win.posts[win.index_of(peer)] += 1
+        elif kind == _COMPLETE:
+            _, _, win_id, req_id = _LOCK_HDR.unpack_from(payload)
+            win = self.windows[win_id]
+            win.completes[win.index_of(peer)] += 1
+            self.btl.send(peer, BTL_TAG_OSC, _ID_HDR.pack(_COMPLETE_ACK, 0, req_id))
         elif kind == _REGION:
             _, win_id, req_id, address, length = _REGION_HDR.unpack_from(payload)
             region = self.windows[win_id].find_region(address, length)
