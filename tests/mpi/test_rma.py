@@ -335,3 +335,40 @@ def test_freed_windows_and_detached_regions_release_their_registrations(tmp_path
         assert result.exit_code == 0, err
         pinned.append([(b.registrations.live, b.registrations.pinned_bytes) for b in btls])
     assert pinned[0] == pinned[1]  # 38 more windows and regions: nothing more held
+
+
+def test_epoch_ends_are_acknowledged_before_a_barrier_can_overtake_them(tmp_path):
+    """After enough traffic the PML's barrier rides an eager-RDMA ring, which may overtake
+    the osc's messages: an UNLOCK must not reach a freed window, and a target's Test after
+    the barrier that follows the origin's Complete must see the epoch over."""
+    result, out, err = _run(
+        tmp_path,
+        """
+        import numpy as np
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        group = comm.Get_group()
+        peer = group.Incl([1 - comm.rank])
+        over = []
+        for i in range(30):
+            win = MPI.Win.Allocate(64, comm=comm)
+            win.Lock(1 - comm.rank, MPI.LOCK_SHARED)
+            win.Put(np.full(8, i, "u1"), 1 - comm.rank)
+            win.Unlock(1 - comm.rank)
+            if comm.rank == 0:
+                win.Start(peer)
+                comm.Barrier()
+                win.Complete()
+                comm.Barrier()
+            else:
+                win.Post(peer)
+                comm.Barrier()
+                comm.Barrier()
+                over.append(win.Test())
+            win.Free()
+        print(comm.rank, all(over))
+        """,
+        2,
+    )
+    assert result.exit_code == 0, err
+    assert sorted(out.splitlines()) == ["0 True", "1 True"]
