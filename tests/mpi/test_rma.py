@@ -158,6 +158,10 @@ def test_rma_calls_outside_their_epoch_fail_with_open_mpis_error_classes(tmp_pat
         checks["lock-twice"] = code(lambda: win.Lock(0))
         checks["fence-in-lock"] = code(win.Fence)
         checks["past-the-end"] = code(lambda: win.Put(np.zeros(20, "i4"), 0, 10))
+        checks["band-on-float"] = code(lambda: win.Accumulate(np.zeros(1, "f4"), 0, 0, MPI.BAND))
+        user_op = MPI.Op.Create(lambda a, b, t: None, commute=True)
+        checks["user-op"] = code(lambda: win.Accumulate(np.zeros(1, "i4"), 0, 0, user_op))
+        user_op.Free()
         win.Unlock(0)
         checks["proc-null"] = code(lambda: win.Put(one, MPI.PROC_NULL))
         checks["null-window"] = code(MPI.WIN_NULL.Fence)
@@ -183,6 +187,8 @@ def test_rma_calls_outside_their_epoch_fail_with_open_mpis_error_classes(tmp_pat
         "lock-twice": "47",
         "fence-in-lock": "47",
         "past-the-end": "68",
+        "band-on-float": "10",
+        "user-op": "10",
         "proc-null": "0",
         "null-window": "53",
     }

@@ -38,7 +38,7 @@ from .errhandler import WinErrhandlers
 from .errors import ERROR_CLASSES, Exception
 from .info import Info
 from .memory import buffer
-from .ops import OPS
+from .ops import OPS, Op, check_op
 from .request import Operation, Request, completed_request, wrap
 from .status import PROC_NULL, UNDEFINED, empty_fields
 from .surface import MpiClass
@@ -98,21 +98,27 @@ def _loc(better):
     return combine
 
 
+_ACC_OPS = _accumulate_ops()
+_RMA_OPS = {OPS[name]: name for name in (*_ACC_OPS, "REPLACE", "NO_OP")}
+"""The ops an RMA call accepts, by their ``OPS`` name (user-defined ops are not)."""
+
+
 def _osc_of(rc) -> OscModule:
     osc = _OSC.get(rc)
     if osc is None:
-        osc = _OSC[rc] = OscModule(rc.btl, _accumulate_ops())
+        osc = _OSC[rc] = OscModule(rc.btl, _ACC_OPS)
     return osc
 
 
-def _op_name(op) -> str:
-    """``SUM`` for ``MPI.SUM``: predefined ops only (MPI_ERR_OP otherwise)."""
-    name = getattr(op, "name", None) or repr(op)
-    for part in ("MPI_", "<mpi4py.MPI.Op ", ">"):
-        name = name.replace(part, "")
-    if name in ("REPLACE", "NO_OP") or name in _accumulate_ops():
-        return name
-    raise _error("ERR_OP")
+def _op_name(op, datatype=None) -> str:
+    """``SUM`` for ``MPI.SUM`` (and, given ``datatype``, one it applies to, as Open MPI's
+    ``ompi_op_is_valid``); ``MPI_ERR_OP`` for anything else, user-defined ops included."""
+    name = _RMA_OPS.get(op) if isinstance(op, Op) else None
+    if name is None:
+        raise _error("ERR_OP")
+    if datatype is not None and name not in ("REPLACE", "NO_OP"):
+        check_op(op, datatype)
+    return name
 
 
 class WinState:
@@ -526,6 +532,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
             return DONE
         like = omsg if omsg is not None and (name != "NO_OP" or rmsg is None) else rmsg
         disp, count, dt = _target_spec(target, like)
+        _op_name(op, dt)
         nbytes = count * dt.size
         data = omsg.data if omsg is not None and name != "NO_OP" else None
         if data is not None and len(data) != nbytes:
@@ -577,8 +584,8 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         if msgs is None:
             return
         omsg, _, rmsg = msgs
-        name = _op_name(_sum(op))
         dt = omsg.datatype
+        name = _op_name(_sum(op), dt)
         runs = self._runs(w, target_rank, target_disp, 1, dt)
         data = None if name == "NO_OP" else omsg.data
         element = _element_dtype(dt)
