@@ -195,7 +195,7 @@ def _real_futures_output(program: Path, nprocs: int) -> dict[int, list[str]]:
     return _split_tagged(proc.stdout, nprocs)
 
 
-@pytest.mark.parametrize("nprocs", [1, 3])
+@pytest.mark.parametrize("nprocs", [2, 3])  # at -n 1 real mpi4py spawns its worker
 def test_mpipoolexecutor_on_fixed_ranks_prints_what_python_m_mpi4py_futures_prints(nprocs):
     program = PROGRAMS / "futures_pool.py"
     ours = _our_output(program, nprocs, make_loopback_btls)
