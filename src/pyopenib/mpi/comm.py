@@ -7,21 +7,32 @@ one ``mpi4py.MPI`` module serves every rank of the job (see ``context``).
 
 from __future__ import annotations
 
+from .attributes import CommAttributes
 from .coll_comms import CommConstructors, CommState, IntraConstructors
 from .coll_methods import Collectives, IntraCollectives
 from .context import JobAborted, current
 from .dynproc import DynamicComm, DynamicIntracomm
+from .errhandler import CommErrhandlers
 from .errors import ERROR_CLASSES, Exception
 from .p2p import PointToPoint
+from .surface import MpiClass
+from .ulfm import FaultTolerance
 
-__all__ = ["Comm", "CommState", "Intracomm", "TAG_UB"]
+__all__ = ["Comm", "CommState", "Intracomm"]
 
 _ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
-TAG_UB = 0
-"""Attribute key of ``Get_attr`` for the largest tag (Open MPI: 2**31 - 1)."""
 
 
-class Comm(PointToPoint, CommConstructors, Collectives, DynamicComm):
+class Comm(
+    PointToPoint,
+    CommConstructors,
+    Collectives,
+    CommAttributes,
+    CommErrhandlers,
+    DynamicComm,
+    FaultTolerance,
+    metaclass=MpiClass,
+):
     """``MPI.Comm``. ``Comm(comm)`` is another object for the same communicator; the
     point-to-point methods come from ``p2p``, the collectives and constructors from
     ``coll_methods`` and ``coll_comms``."""
@@ -74,11 +85,6 @@ class Comm(PointToPoint, CommConstructors, Collectives, DynamicComm):
     def name(self, value: str) -> None:
         self.Set_name(value)
 
-    def Get_attr(self, keyval: int):
-        if keyval == TAG_UB:
-            return 2**31 - 1
-        raise NotImplementedError(f"Comm.Get_attr({keyval}) is not implemented by pyopenib")
-
     def __eq__(self, other) -> bool:
         if not isinstance(other, Comm):
             return NotImplemented
@@ -95,11 +101,6 @@ class Comm(PointToPoint, CommConstructors, Collectives, DynamicComm):
     def __repr__(self) -> str:
         return f"<pyopenib.MPI.{type(self).__name__} {self._s if isinstance(self._s, str) else ''}>"
 
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise _not_implemented(f"Comm.{name}")
-
     def Abort(self, errorcode: int = 0):
         st = self._st()
         raise JobAborted(current().rank, errorcode, st.name or "communicator")
@@ -115,11 +116,3 @@ class Intracomm(IntraCollectives, IntraConstructors, DynamicIntracomm, Comm):
         super().__init__(comm)
         if isinstance(comm, Comm) and comm and self._st().inter:
             raise TypeError("expecting an intracommunicator")
-
-
-class _NotInSubset(NotImplementedError, AttributeError):
-    """Outside pyopenib's mpi4py subset (an AttributeError too, so ``hasattr`` works)."""
-
-
-def _not_implemented(what: str) -> _NotInSubset:
-    return _NotInSubset(f"mpi4py.MPI.{what} is not implemented by pyopenib's MPI")

@@ -15,6 +15,7 @@ from .errors import ERROR_CLASSES, Exception
 from .pickling import PICKLE
 from .request import NULL_PROC_RECV, DoneOperation, PmlOperation, Request, finish_recv, wrap
 from .status import ANY_SOURCE, PROC_NULL
+from .surface import MpiClass
 
 __all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "Message", "matched", "no_proc"]
 
@@ -48,7 +49,7 @@ def _loads(preq, fields):
     return None if n <= 0 else PICKLE.loads(memoryview(preq.data)[:n])
 
 
-class Message:
+class Message(metaclass=MpiClass):
     """A matched-message handle; ``MPI.Message(other)`` names the same message."""
 
     __slots__ = ("_m", "__weakref__")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle as _pickle
 
 from .memory import buffer
+from .surface import MpiClass
 
 __all__ = ["PICKLE", "Pickle"]
 
@@ -18,7 +19,7 @@ DEFAULT_THRESHOLD = 1024**2 // 4
 """mpi4py's out-of-band threshold: 0.25 MiB."""
 
 
-class Pickle:
+class Pickle(metaclass=MpiClass):
     """A serializer: ``dumps``/``loads`` callables, a protocol, an out-of-band threshold."""
 
     __slots__ = ("_dumps", "_loads", "_protocol", "_threshold")

@@ -29,6 +29,7 @@ from ..pml.request import EAGER_SENT
 from .context import current
 from .errors import ERROR_CLASSES, Exception
 from .status import ANY_TAG, PROC_NULL, UNDEFINED, Status, empty_fields
+from .surface import MpiClass
 
 __all__ = [
     "REQUEST_NULL",
@@ -341,7 +342,7 @@ def _active(op) -> bool:
     return op is not None and not (op.persistent and op.inactive())
 
 
-class Request:
+class Request(metaclass=MpiClass):
     """A request handle (``MPI.Request``); ``MPI.Request(other)`` names the same one."""
 
     __slots__ = ("_op", "__weakref__")
