@@ -53,15 +53,24 @@ class InfoObject(MpiObject):
         return self.items if self.fill is None else self.fill()
 
 
+def _text(arg) -> str:
+    """mpi4py's ``asmpistr``: keys and values are ``str`` (or ``bytes``), nothing else."""
+    if isinstance(arg, bytes):
+        return arg.decode()
+    if not isinstance(arg, str):
+        raise TypeError(f"expected str, got {type(arg).__name__}")
+    return arg
+
+
 def _key(key) -> str:
-    key = str(key)
+    key = _text(key)
     if not key or len(key) > _MAX_KEY:
         raise Exception(_ERR_INFO_KEY)
     return key
 
 
 def _value(value) -> str:
-    value = str(value)
+    value = _text(value)
     if not value or len(value) > _MAX_VAL:
         raise Exception(_ERR_INFO_VALUE)
     return value
@@ -167,7 +176,7 @@ class Info(HandleObject):
         return len(self._map())
 
     def __contains__(self, key) -> bool:
-        return str(key) in self._map()
+        return _text(key) in self._map()
 
     def __iter__(self):
         return iter(list(self._map()))

@@ -81,6 +81,14 @@ out["info"] = [
     outcome(lambda: MPI.Info.Create(items=123)),
     outcome(lambda: MPI.INFO_NULL["x"]),
 ]
+out["info_types"] = [
+    outcome(lambda: info.Set(1, "a")),
+    outcome(lambda: info.Set("a", 1)),
+    outcome(lambda: info.Get(3)),
+    outcome(lambda: 3 in info),
+    outcome(lambda: info.Set(b"k", b"v")),
+    outcome(lambda: info.Get(b"k")),
+]
 info.Free()
 out["info_freed"] = [info == MPI.INFO_NULL, bool(info)]
 
