@@ -9,6 +9,7 @@ The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 
 from .bml import Bml
 from .cluster import OobChannel, build_job_btls
+from .credits import stall_report
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
@@ -30,4 +31,5 @@ __all__ = [
     "registration_rows",
     "registrations_table",
     "stats_table",
+    "stall_report",
 ]

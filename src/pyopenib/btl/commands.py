@@ -23,6 +23,7 @@ from ..outputs import (
 )
 from ..report import write_trace
 from ..sim import Tracer
+from .credits import stall_report
 from .scenarios import DEFAULT_QUEUES, SCENARIOS, run_scenario
 
 EXIT_HUNG = 2
@@ -214,6 +215,8 @@ def scenario(
         status = EXIT_TRANSPORT_FAILURE
     elif result.hung:
         click.echo(f"pyopenib: {result.hung}", err=True)
+        for line in stall_report(result.modules):
+            click.echo(f"  {line}", err=True)
         status = EXIT_HUNG
     sys.exit(exit_status(status, failed))
 

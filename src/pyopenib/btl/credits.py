@@ -26,7 +26,7 @@ from .frag import (
     Frag,
 )
 
-__all__ = ["CreditFlow"]
+__all__ = ["CreditFlow", "stall_report"]
 
 _SEND = WrOpcode.SEND
 _INLINE = SendFlags.INLINE
@@ -34,8 +34,75 @@ _SIGNALED = SendFlags.SIGNALED
 _SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
 
 
+def stall_report(btls) -> list[str]:
+    """Each rank's ``describe_stall``, in rank order, for a job that stopped with every
+    rank blocked: where the BTL's fragments wait and why no credit moves (ranks that
+    reach their peers only through shared memory have nothing to say)."""
+    from .stats import _openib
+
+    lines = []
+    for btl in btls:
+        module = _openib(btl)
+        if module is not None:
+            lines.extend(module.describe_stall())
+    return lines
+
+
 class CreditFlow:
     """Per-peer and SRQ credits, pending lists and explicit credit messages."""
+
+    def describe_stall(self) -> list[str]:
+        """This module's share of a hang, in the credit protocol's terms: fragments
+        waiting for a connection, a WQE or a credit, and credits owed to a peer that no
+        fragment carries, with the rule that holds them back (``rd_credits < rd_win``:
+        no credit message is due; ``cm_sent`` at the cap ``rd_rsv - 1``: no reserved
+        buffer left at the peer). Nothing listed: the BTL has nothing left to send, and
+        the ranks wait for each other above it."""
+        lines = []
+        me = f"rank {self.rank}"
+        for peer in sorted(self.endpoints):
+            ep = self.endpoints[peer]
+            if ep.pending_lazy:
+                lines.append(
+                    f"{me} -> rank {peer}: {len(ep.pending_lazy)} fragment(s) wait "
+                    f"for the connection ({ep.state})"
+                )
+            for q, spec in enumerate(self.queues):
+                where = f"{me} -> rank {peer} qp {q}"
+                wqe = len(ep.no_wqe_pending[q][0]) + len(ep.no_wqe_pending[q][1])
+                if wqe:
+                    lines.append(
+                        f"{where}: {wqe} fragment(s) wait for a send WQE (sd_wqe {ep.sd_wqe[q]})"
+                    )
+                if spec.kind != "P":
+                    srq = len(self.srq_pending[q][0]) + len(self.srq_pending[q][1])
+                    if srq:
+                        lines.append(
+                            f"{me} qp {q}: {srq} fragment(s) wait for an SRQ send "
+                            f"credit (sd_credits {self.srq_sd_credits[q]})"
+                        )
+                    continue
+                waiting = len(ep.no_credits_pending[q][0]) + len(ep.no_credits_pending[q][1])
+                if waiting:
+                    lines.append(
+                        f"{where}: {waiting} fragment(s) wait for a credit "
+                        f"(sd_credits {ep.sd_credits[q]})"
+                    )
+                owed = ep.rd_credits[q]
+                if owed <= 0 or not ep.receives_posted:
+                    continue
+                cap = spec.rd_rsv - 1
+                if owed < spec.rd_win:
+                    why = f"< rd_win {spec.rd_win}: no credit message is due"
+                elif ep.credit_lock[q]:
+                    why = f">= rd_win {spec.rd_win}: a credit message is in flight"
+                else:
+                    why = f">= rd_win {spec.rd_win}, but no credit message can go"
+                lines.append(
+                    f"{me} owes rank {peer} {owed} credits on qp {q} {why}; "
+                    f"cm cap rd_rsv-1 = {cap}, cm_sent {ep.cm_sent[q]}"
+                )
+        return lines
 
     def _cm_order(self, ep: Endpoint, q: int) -> int:
         """Where the peer sends its credit messages for q (so where I reserve buffers)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import PyopenibError
+from ..errors import PyopenibError, register_topics
 from . import topics  # noqa: F401  (registers the messages)
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "format_receive_queues",
     "parse_receive_queues",
     "qp_inline_sizes",
+    "stalled_credits",
 ]
 
 _P_FIELDS = ("size", "rd_num", "rd_low", "rd_win", "rd_rsv")
@@ -33,6 +34,28 @@ _S_FIELDS = ("size", "rd_num", "rd_low", "sd_max", "rd_init", "srq_limit")
 _NUMBER = re.compile(r"[0-9]+")
 FIELD_MAX = 2**31 - 1
 """Open MPI reads each field with ``atoi`` into an ``int``: anything larger wraps."""
+
+register_topics(
+    {
+        "rq-credit-window": (
+            "btl_openib_receive_queues {value!r} (from {source}): entry {entry!r} can "
+            "deadlock the credit flow (rule rd_credits >= rd_win): buffers are re-posted "
+            "{batch} at a time (rd_num {rd_num} - rd_low {rd_low}), so a sender that has "
+            "used its credits is owed exactly {owed}, fewer than rd_win {rd_win}; the "
+            "receiver never sends them in a credit message and one-way traffic stops after "
+            "{rd_num} fragments. Open MPI 4.1 accepts this entry and hangs the same way; "
+            "pyopenib refuses it: make rd_win at most {owed}"
+        ),
+        "rq-credit-reserve": (
+            "btl_openib_receive_queues {value!r} (from {source}): entry {entry!r} can "
+            "deadlock the credit flow (rule cm_sent <= rd_rsv - 1): rd_rsv {rd_rsv} "
+            "allows rd_rsv - 1 = {cap} unacknowledged credit messages, so credits can only "
+            "ride on data going the other way and one-way traffic stops after {rd_num} "
+            "fragments. Open MPI 4.1 accepts this entry and hangs the same way; pyopenib "
+            "refuses it: give rd_rsv >= 2"
+        ),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +188,9 @@ def _parse_entry(value: str, source: str, entry: str) -> QueueSpec:
         rd_rsv = pick("rd_rsv", (rd_num * 2) // rd_win)
         if rd_num <= rd_low:
             raise PyopenibError("rq-num-le-low", **facts, rd_num=rd_num, rd_low=rd_low)
-        return QueueSpec("P", size, rd_num, rd_low, rd_win=rd_win, rd_rsv=rd_rsv)
+        queue = QueueSpec("P", size, rd_num, rd_low, rd_win=rd_win, rd_rsv=rd_rsv)
+        _check_credit_progress(queue, facts)
+        return queue
     sd_max = pick("sd_max", rd_low // 4)
     rd_init = pick("rd_init", rd_num // 4)
     srq_limit = pick("srq_limit", (rd_init - rd_init // 4) // 4)
@@ -178,6 +203,60 @@ def _parse_entry(value: str, source: str, entry: str) -> QueueSpec:
     if rd_num <= rd_low:
         raise PyopenibError("rq-num-le-low", **facts, rd_num=rd_num, rd_low=rd_low)
     return QueueSpec("S", size, rd_num, rd_low, sd_max=sd_max, rd_init=rd_init, srq_limit=srq_limit)
+
+
+def stalled_credits(queue: QueueSpec) -> int:
+    """The credits a P queue's receiver owes a sender that has run out of them, once
+    everything in flight has arrived (pyopenib's CTS takes no credit, so this holds from
+    the first fragment on).
+
+    Credits are conserved: the sender's ``sd_credits`` + fragments in flight + buffers
+    consumed and not yet re-posted (``rd_num - rd_posted``) + the receiver's
+    ``rd_credits`` + credits on their way back = ``rd_num``. With the sender stopped and
+    nothing in flight, ``rd_credits == rd_posted``. ``post_rr`` re-posts exactly when
+    ``rd_posted`` falls to ``rd_low`` (one buffer per fragment), so every batch is
+    ``rd_num - rd_low`` credits and ``rd_credits`` is always a multiple of it (a
+    piggyback returns all of them at once). ``rd_posted`` lies in ``rd_low + 1 ..
+    rd_num``, ``rd_num - rd_low`` values, which hold exactly one such multiple: the
+    answer."""
+    batch = queue.rd_num - queue.rd_low
+    return batch * (queue.rd_num // batch)
+
+
+def _check_credit_progress(queue: QueueSpec, facts: dict) -> None:
+    """Refuse a P queue whose credits can stop for good when data flows one way (no
+    fragment comes back to carry them), by either rule of Open MPI's credit protocol:
+
+    * explicit credits are sent once ``rd_credits >= rd_win``; if a stopped sender is
+      owed only ``stalled_credits`` < rd_win, the receiver never sends them;
+    * ``send_credit_msg`` allows at most ``rd_rsv - 1`` unacknowledged credit messages
+      (the reserve keeps one buffer spare); with ``rd_rsv <= 1`` it allows none. Only
+      an explicit rd_rsv can break this one: once the first rule holds, rd_win <= rd_num
+      and the default ``(rd_num * 2) // rd_win`` is at least 2.
+
+    Open MPI 4.1 checks neither (it warns only when ``rd_num - rd_low > rd_win``) and
+    such a job hangs there the same way: docs/compatibility.md says why pyopenib
+    refuses instead. Both rules are exact for pyopenib: tests/btl/test_deadlock_specs.py
+    shows every refused queue stops a one-way stream and accepted ones complete."""
+    owed = stalled_credits(queue)
+    if owed < queue.rd_win:
+        raise PyopenibError(
+            "rq-credit-window",
+            **facts,
+            rd_num=queue.rd_num,
+            rd_low=queue.rd_low,
+            rd_win=queue.rd_win,
+            batch=queue.rd_num - queue.rd_low,
+            owed=owed,
+        )
+    if queue.rd_rsv < 2:
+        raise PyopenibError(
+            "rq-credit-reserve",
+            **facts,
+            rd_rsv=queue.rd_rsv,
+            cap=queue.rd_rsv - 1,
+            rd_num=queue.rd_num,
+        )
 
 
 def default_receive_queues(eager_limit: int, max_send_size: int) -> str:

@@ -187,8 +187,7 @@ def run(
     check_job_memory(ctx, settings, nprocs)
     make_btls = openib_btls(chosen, mca, ppn, mca=ctx)
     btls: list = []
-    if stats:
-        make_btls = _keeping(make_btls, btls)
+    make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
     tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
     try:
@@ -221,6 +220,11 @@ def run(
             write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
         click.echo("pyopenib: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    if result.reason == "deadlock":
+        from ..btl import stall_report  # as openib_btls: the BTL is imported when used
+
+        for line in stall_report(btls):
+            click.echo(f"  {line}", err=True)
     failed = None
     if trace_out is not None:
         failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
