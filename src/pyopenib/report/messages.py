@@ -29,15 +29,17 @@ from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..btl.frag import CREDIT_BODY, HEADER
 from .tracks import host_of_rank, rank_hosts, track_of
 
 __all__ = ["Message", "find_messages", "qp_peers", "ARRIVAL_KINDS"]
 
 ARRIVAL_KINDS = ("recv_msg", "terminate_sent", "rnr_nak_sent")
-CONTROL_MAX_BYTES = HEADER.size + CREDIT_BODY.size + 8
-"""A credit message or CTS on the wire: header + credit body, no payload, plus at most a
-small footer when it is written into an eager-RDMA ring."""
+CONTROL_MAX_BYTES = 4 + 4 + 8
+"""A credit message or CTS on the wire: the openib header (``mca_btl_openib_header_t``,
+4 bytes) and the credit body (type, qpn, rdma credits: 4 bytes), no payload, plus at most
+a small footer when it is written into an eager-RDMA ring. Stated here from the wire
+format, not imported from ``btl.frag``: the exporters read a trace and never the layers
+that wrote it (tests/test_layering.py pins this value to the BTL's own structs)."""
 
 
 @dataclass(frozen=True, slots=True)
