@@ -137,8 +137,6 @@ KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     Violation("pml/ob1.py", "probe", "sendi"): (1, _ISSUE_LIMITS),
     # the NIC asks the BTL's wr_id objects for their trace id
     Violation("hw/qp.py", "probe", "trace_id"): (1, _ISSUE_LAYERS),
-    # -- an application inside a layer importing the layer below ----------------------------
-    Violation("verbs/perftest.py", "import", "hw"): (1, _ISSUE_APPS),
 }
 """Every breach today: (how many occurrences at most, the issue-12 bullet that removes it)."""
 

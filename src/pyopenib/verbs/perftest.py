@@ -17,10 +17,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import PyopenibError, register_topics
-from ..hw import Access, QpState, RecvWR, SendFlags, SendWR, Sge, WcStatus, WrOpcode
 from ..sim import PS_PER_US, make_simulator
-from ._objects import CompletionQueue
-from .fabric import open_devices
+from . import (
+    Access,
+    CompletionQueue,
+    QpState,
+    RecvWR,
+    SendFlags,
+    SendWR,
+    Sge,
+    WcStatus,
+    WrOpcode,
+    open_devices,
+)
 
 __all__ = [
     "TESTS",
