@@ -130,18 +130,23 @@ def _from_dlpack(obj) -> np.ndarray:
     readonly = versioned and bool(managed.flags & _DL_READ_ONLY)
     t = managed.dl_tensor
     kind = _DL_KINDS.get(t.dtype.code)
-    itemsize = t.dtype.bits // 8 * t.dtype.lanes
-    if kind == "f" and t.dtype.lanes == 2:
+    bits, lanes = t.dtype.bits, t.dtype.lanes
+    itemsize = (bits * lanes + 7) // 8
+    if kind == "f" and lanes == 2:
         kind = "c"  # a complex number as two float lanes
-    elif kind is None or t.dtype.lanes != 1:
-        raise BufferError(f"dlpack: unsupported data type code {t.dtype.code}")
+    elif kind is None or lanes != 1 or kind == "b" and bits != 8:
+        kind = None  # an element type without a format code: plain bytes, as mpi4py
     shape = [t.shape[i] for i in range(t.ndim)]
     strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
     if not _contiguous(shape, strides, itemsize):
         raise BufferError("dlpack: buffer is not contiguous")
-    dtype = np.dtype("?" if kind == "b" else f"{kind}{itemsize}")
+    if kind is None:
+        dtype = np.dtype(np.uint8)
+    else:
+        dtype = np.dtype("?" if kind == "b" else f"{kind}{itemsize}")
     nbytes = int(np.prod(shape)) * itemsize
-    view = _host_view((t.data or 0) + t.byte_offset, nbytes, dtype, readonly)
+    view = _host_view((t.data or 0) + t.byte_offset, nbytes, np.dtype(np.uint8), readonly)
+    view = view.view(dtype)
     _capsule_rename(capsule, b"used_" + name)
     owner = view.base if view.base is not None else view
     weakref.finalize(owner, _release_dlpack, capsule, managed.deleter, ctypes.pointer(managed))
@@ -170,6 +175,9 @@ def _from_cai(obj) -> np.ndarray:
     if mask is not None:
         raise BufferError(f"{what}: cannot handle masked arrays")
     itemsize = int(typestr[2:])
+    size = int(np.prod(shape))
+    if size < 0:
+        raise BufferError(f"{what}: buffer with negative size (shape:{shape}, size:{size})")
     if not _contiguous(shape, strides, itemsize):
         raise BufferError(
             f"{what}: buffer is not contiguous "
