@@ -383,7 +383,7 @@ def run_job(
             finally:
                 job.over = True
                 for proc in job.processes:
-                    glet = proc._greenlet
+                    glet = proc.greenlet
                     for _ in range(KILL_ATTEMPTS):
                         if glet.dead:
                             break

@@ -88,6 +88,12 @@ class Process(Event):
         self._fn = fn
         self._args = args
 
+    @property
+    def greenlet(self) -> greenlet:
+        """The greenlet the process runs in: what a job runner ends (``throw``) when the
+        job is over, and the key of per-process state kept outside the simulator."""
+        return self._greenlet
+
     def _body(self):
         value = self._fn(*self._args)
         self._fn = self._args = None
