@@ -317,6 +317,14 @@ def message(spec, writable: bool = False, peer: int = 0, blocks: int = 1) -> Mes
             return Message(buf, len(buf), dt)
     if peer == _PROC_NULL:
         return Message(_EMPTY, 0, _BYTE)
+    if type(spec) is np.ndarray and blocks == 1 and spec.flags.c_contiguous:
+        # a whole native numeric array: its dtype names a predefined contiguous datatype
+        dt = _ARRAY_TYPES.get(spec.dtype)
+        if dt is None:
+            dt = _array_type(spec.dtype)
+        if dt is not False and (spec.flags.writeable or not writable):
+            data = spec if spec.dtype is _U8 and spec.ndim == 1 else spec.reshape(-1).view(_U8)
+            return Message(data, spec.size, dt)
     o_count = o_displ = o_type = None
     if _is_buffer(spec):
         o_buf = spec
@@ -398,6 +406,24 @@ def message(spec, writable: bool = False, peer: int = 0, blocks: int = 1) -> Mes
     msg = _stream(region, offset, total, dt, writable)
     msg.count = count
     return msg
+
+
+_ARRAY_TYPES: dict = {}
+
+
+def _array_type(dtype: np.dtype):
+    """The predefined datatype of a native numeric dtype (False when the general parse
+    must decide: byte order, records, strings), remembered per dtype."""
+    dt = False
+    if dtype.kind in "biufc" and dtype.isnative:
+        try:
+            found = from_format(pack.buffer_format(np.empty(0, dtype)))
+        except KeyError:
+            found = None
+        if found is not None and found._h.valid and found._h.dense:
+            dt = found
+    _ARRAY_TYPES[dtype] = dt
+    return dt
 
 
 class VectorMessage:
