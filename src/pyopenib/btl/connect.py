@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..config.limits import POLICIES, qp_depths
 from ..verbs import QpState, WrOpcode
 from .endpoint import CONNECTED, CONNECTING, Endpoint
 from .frag import (
@@ -29,28 +30,12 @@ class ConnectionSetup:
     to RTR/RTS, post receives, then the CTS handshake."""
 
     def _qp_depths(self, q: int, peer_policy: str | None):
-        """max_recv_wr / max_send_wr of queue q, as Open MPI's CPCs size them (2.9).
-        ``peer_policy`` None (the initiator does not know it yet): room for either."""
-        if peer_policy is None:
-            own, smallest = self._qp_depths(q, "own"), self._qp_depths(q, "smallest")
-            return max(own[0], smallest[0]), max(own[1], smallest[1])
-        spec = self.queues[q]
-        pp = [i for i, s in enumerate(self.queues) if s.kind == "P"]
-        if spec.kind != "P":
-            extra_send = len(pp) if self.policy != "own" and q == self.credits_qp else 0
-            return 0, spec.sd_max + extra_send + 1
-        recv = spec.rd_num
-        if peer_policy == "own":
-            recv += spec.rd_rsv
-        elif q == self.credits_qp:
-            recv += sum(self.queues[i].rd_rsv for i in pp)
-        if q == self.credits_qp:
-            recv += 1  # the CTS buffer
-        if self.policy == "own":
-            extra_send = 1
-        else:
-            extra_send = len(pp) if q == self.credits_qp else 0
-        return recv, spec.rd_num + extra_send + 1
+        """max_recv_wr / max_send_wr of queue q (config's ``qp_depths``, which the
+        up-front device check uses too). ``peer_policy`` None (the initiator does not
+        know it yet): room for either."""
+        peers = POLICIES if peer_policy is None else (peer_policy,)
+        both = [qp_depths(self.queues, self.credits_qp, q, self.policy, p) for p in peers]
+        return max(r for r, _ in both), max(s for _, s in both)
 
     def _create_qps(self, ep: Endpoint, peer_policy: str | None) -> list[int]:
         for q in range(len(self.queues)):
@@ -125,13 +110,26 @@ class ConnectionSetup:
         self._wake()
 
     def _teardown_qps(self, ep: Endpoint) -> None:
-        """Drop the QPs of a request that lost a crossing; their flushes are expected."""
-        for qp in ep.qps:
-            if qp is not None:
-                self._ep_by_qpn.pop(qp.qp_num, None)
-                self._retired_qpns.add(qp.qp_num)
-                qp.modify(QpState.ERROR)
+        """Drop the QPs of a request that lost a crossing: to ERROR, then destroyed.
+        They never left INIT (our request was ignored, so no reply moved them on), and
+        the only work request on them is the CTS buffer on credits_qp: a QP without it
+        is destroyed at once, the credits QP once that buffer's flush completion is
+        reaped (``_retired_flushed``), so the buffer comes back to its free list."""
+        for q, qp in enumerate(ep.qps):
+            if qp is None:
+                continue
+            self._ep_by_qpn.pop(qp.qp_num, None)
+            qp.modify(QpState.ERROR)
+            if self._uses_cts and q == self.credits_qp:
+                self._retired_qpns[qp.qp_num] = qp
+            else:
+                qp.destroy()
         ep.qps = [None] * len(self.queues)
+
+    def _retired_flushed(self, qp_num: int) -> None:
+        """The flush completion of a retired QP's CTS buffer was reaped: nothing is left
+        on the QP, destroy it."""
+        self._retired_qpns.pop(qp_num).destroy()
 
     def _post_cts_buffer(self, ep: Endpoint) -> None:
         if not self._uses_cts:

@@ -104,7 +104,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN for q in self.queues
         ]
         self._fatal: TransportError | None = None
-        self._retired_qpns: set[int] = set()
+        self._retired_qpns: dict = {}  # qp_num -> a lost crossing's QP awaiting its flush
         self._frag_count = 0
         self._activity = None
         self._cq_armed = False
@@ -405,6 +405,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             if wc.qp_num in self._retired_qpns and wc.status == WcStatus.WR_FLUSH_ERR:
                 if isinstance(frag, Frag) and frag.kind != RDMA:
                     self._return_frag(frag)
+                self._retired_flushed(wc.qp_num)
                 return
             self._wc_error(wc, frag)
             return

@@ -126,7 +126,9 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
         return qp
 
     def destroy_qp(self, qp: HwQp) -> None:
-        self.qps.pop(qp.qpn, None)
+        """Forget ``qp``: packets addressed to its number are dropped from now on, as for
+        any QP number the NIC does not know."""
+        del self.qps[qp.qpn]
 
     def create_srq(self, max_wr: int, async_handler=None) -> HwSrq:
         srq = HwSrq(self, max_wr, self._next_srq, async_handler)

@@ -219,6 +219,7 @@ class QueuePair:
         self.hw: HwQp = ctx.nic.create_qp(
             send_cq, recv_cq, srq.hw if srq else None, max_send_wr, ctx._async
         )
+        self.destroyed = False
 
     @property
     def qp_num(self) -> int:
@@ -228,9 +229,23 @@ class QueuePair:
     def state(self) -> QpState:
         return self.hw.state
 
+    def destroy(self) -> None:
+        """``ibv_destroy_qp``: the NIC forgets the QP (a packet for its number finds no
+        QP) and the QP takes no more verbs. Like the real call it does not wait for
+        anything: a caller destroys a QP once the completions of its work requests are
+        reaped (drivers clean a destroyed QP's entries out of the CQ)."""
+        self._check_alive("destroy_qp")
+        self.context.nic.destroy_qp(self.hw)
+        self.destroyed = True
+
+    def _check_alive(self, verb: str) -> None:
+        if self.destroyed:
+            raise VerbsError(errno.EINVAL, f"{verb} on destroyed QP {self.hw.qpn}")
+
     def modify(self, state: QpState, **attrs) -> None:
         """``ibv_modify_qp``. RTR needs ``dest_lid`` and ``dest_qp_num``; RTS takes
         ``rnr_retry``, ``retry_cnt``, ``timeout``; RTR takes ``min_rnr_timer``, ``path_mtu``."""
+        self._check_alive("modify_qp")
         hw = self.hw
         if state not in _TRANSITIONS[hw.state]:
             raise VerbsError(errno.EINVAL, f"modify_qp {hw.state.name} -> {state.name}")
@@ -257,6 +272,7 @@ class QueuePair:
             hw.state = state
 
     def post_send(self, wr: SendWR) -> None:
+        self._check_alive("post_send")
         hw = self.hw
         if hw.state not in _CAN_SEND:
             raise VerbsError(errno.EINVAL, f"post_send on QP {hw.qpn} in state {hw.state.name}")
@@ -274,6 +290,7 @@ class QueuePair:
         self.context.nic.post_send(hw, wr)
 
     def post_recv(self, wr: RecvWR) -> None:
+        self._check_alive("post_recv")
         hw = self.hw
         if self.srq is not None:
             raise VerbsError(errno.EINVAL, f"post_recv on QP {hw.qpn} attached to an SRQ")
