@@ -22,7 +22,7 @@ from .effective import EffectiveSettings
 from .mca import McaContext
 from .receive_queues import QueueSpec
 
-__all__ = ["DeviceLimits", "check_device", "queue_depths"]
+__all__ = ["DeviceLimits", "check_device", "qp_depths", "queue_depths"]
 
 register_topics(
     {
@@ -75,23 +75,47 @@ class DeviceLimits:
         return cls(model.id, model.transport, model.srq, model.max_qp_wr, model.max_srq_wr)
 
 
+def qp_depths(
+    queues: tuple[QueueSpec, ...], credits_qp: int, q: int, policy: str, peer_policy: str
+) -> tuple[int, int]:
+    """``max_recv_wr`` and ``max_send_wr`` of queue q's QP, as Open MPI's CPCs size them
+    (reference 2.9), for this process's credit ``policy`` and its peer's: a P queue
+    posts rd_num receives, plus the reserve for the peer's credit messages where the
+    peer sends them (rd_rsv on q with ``own``; every P queue's on credits_qp with
+    ``smallest``), plus the CTS buffer on credits_qp; it sends up to rd_num fragments
+    plus the credit messages it carries (one with ``own``; one per P queue on credits_qp
+    with ``smallest``) plus one. An S queue sends up to sd_max plus the same. The BTL
+    creates its QPs with these numbers; ``queue_depths`` checks them against the device."""
+    spec = queues[q]
+    pp = [i for i, s in enumerate(queues) if s.kind == "P"]
+    if spec.kind != "P":
+        extra_send = len(pp) if policy != "own" and q == credits_qp else 0
+        return 0, spec.sd_max + extra_send + 1
+    recv = spec.rd_num
+    if peer_policy == "own":
+        recv += spec.rd_rsv
+    elif q == credits_qp:
+        recv += sum(queues[i].rd_rsv for i in pp)
+    if q == credits_qp:
+        recv += 1  # the CTS buffer
+    if policy == "own":
+        extra_send = 1
+    else:
+        extra_send = len(pp) if q == credits_qp else 0
+    return recv, spec.rd_num + extra_send + 1
+
+
+POLICIES = ("own", "smallest")
+
+
 def queue_depths(queues: tuple[QueueSpec, ...], credits_qp: int) -> list[tuple[int, int]]:
-    """(receive, send) work requests each queue's QP may need, the largest over both
-    credit policies and both peer policies (a QP is created before the peer's is known):
-    a P queue posts rd_num receives plus the reserve for credit messages (every P
-    queue's reserve on credits_qp) plus the CTS buffer on credits_qp; it sends up to
-    rd_num fragments plus the credit messages it may carry plus one; an S queue sends up
-    to sd_max plus the same."""
-    per_peer = [i for i, q in enumerate(queues) if q.kind == "P"]
-    reserve = sum(queues[i].rd_rsv for i in per_peer)
+    """(receive, send) work requests each queue's QP may need: ``qp_depths`` at its
+    largest over both credit policies of this process and of its peer (a QP is created
+    before the peer's policy is known)."""
     depths = []
-    for index, q in enumerate(queues):
-        carries = len(per_peer) if index == credits_qp else 1
-        if q.kind != "P":
-            depths.append((0, q.sd_max + carries + 1))
-            continue
-        recv = q.rd_num + (reserve + 1 if index == credits_qp else q.rd_rsv)
-        depths.append((recv, q.rd_num + carries + 1))
+    for q in range(len(queues)):
+        pairs = [qp_depths(queues, credits_qp, q, a, b) for a in POLICIES for b in POLICIES]
+        depths.append((max(r for r, _ in pairs), max(s for _, s in pairs)))
     return depths
 
 
