@@ -127,7 +127,6 @@ KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     Violation("mpi/runner.py", "reach", ".btl"): (1, _ISSUE_LAYERS),
     Violation("mpi/win.py", "reach", ".btl"): (1, _ISSUE_LAYERS),
     # -- private names of another package ---------------------------------------------------
-    Violation("btl/module.py", "private", "_loop"): (1, _ISSUE_LAYERS),
     # verbs calls the NIC's private helpers
     Violation("verbs/_objects.py", "private", "_to_error"): (1, _ISSUE_NIC),
     Violation("verbs/_objects.py", "private", "_gather"): (1, _ISSUE_NIC),

@@ -253,7 +253,7 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             return 0
         wcs = self.cq.poll(256)
         if wcs:
-            if getcurrent() is not self.sim._loop:
+            if self.sim.in_process():
                 hp = self.host_poll
                 self.sim.sleep(self.sim.duration("host.poll", hp[0], hp[1], hp[2]) * len(wcs))
             for wc in wcs:

@@ -228,6 +228,11 @@ class Simulator:
         event.callbacks.append(_Resume(self, current.switch))
         return self._loop.switch()
 
+    def in_process(self) -> bool:
+        """Whether the caller runs inside a process (which may block: ``sleep``, ``wait``)
+        rather than in the event loop itself (a callback, which must not)."""
+        return getcurrent() is not self._loop
+
     def suspend(self):
         """Block the calling process until ``resume`` is called with its greenlet; returns
         the value given there. The cheap form of ``wait`` on an event with one waiter."""
