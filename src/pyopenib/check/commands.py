@@ -146,7 +146,11 @@ def check(
     label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
     if label_set is not None and not label_set:
         raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
-    ctx = scenario_settings(mca, credits_qp, (device, peer_device), "pyopenib check", CHECK_QUEUES)
+    # every worker runs one execution at a time, each with the scenario's ranks
+    ranks = (4 if name == "incast" else 2) * (1 if dask else jobs)
+    ctx = scenario_settings(
+        mca, credits_qp, (device, peer_device), "pyopenib check", CHECK_QUEUES, ranks
+    )
     pairs = ctx.explicit_pairs()
     common = dict(device=device, peer_device=peer_device, mca_pairs=pairs)
     run = scenario_runner(name, iterations=iterations, **common)

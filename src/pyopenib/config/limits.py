@@ -22,7 +22,7 @@ from .effective import EffectiveSettings
 from .mca import McaContext
 from .receive_queues import QueueSpec
 
-__all__ = ["DeviceLimits", "check_device", "qp_depths", "queue_depths"]
+__all__ = ["DeviceLimits", "check_device", "check_job_memory", "qp_depths", "queue_depths"]
 
 register_topics(
     {
@@ -48,6 +48,15 @@ register_topics(
             "({entry}) needs {needed} work requests (rd_num + sd_max), but device {device} "
             "allows at most {limit} per shared receive queue (max_srq_wr; ibv_create_srq "
             "would fail with EINVAL); lower rd_num or sd_max"
+        ),
+        "limit-memory": (
+            "-n {nprocs}: the job needs about {need} of memory ({per_rank} per rank, as "
+            "measured), but this machine has {available} available; run fewer ranks"
+        ),
+        "limit-memory-ring": (
+            "btl_openib_eager_rdma_num = {value} (source: {source}): one eager RDMA ring "
+            "would be {ring} (eager_rdma_num + 1 slots of eager_limit + headers), more than "
+            "this machine's memory and swap ({total}); lower btl_openib_eager_rdma_num"
         ),
         "limit-largest-buffer": (
             "btl_openib_receive_queues {value!r} (source: {source}): the largest receive "
@@ -189,3 +198,60 @@ def check_device(
             needed=min_largest,
             what=min_largest_what,
         )
+
+
+def check_job_memory(ctx: McaContext, settings, nprocs: int, rank_bytes: int) -> None:
+    """Refuse a job that cannot fit in this machine's memory, instead of dying of it
+    minutes later inside a rank: ``nprocs`` ranks of ``rank_bytes`` each (what one rank
+    of the command measurably costs; receive buffers are allocated untouched and cost
+    only the pages a message writes, which the measure includes) against the memory
+    available now, and each eager RDMA ring (one allocation per peer) of ``settings``
+    (one ``EffectiveSettings`` per device) against the memory and swap there are at all
+    (a larger allocation fails outright; receive buffers are at most 2 GiB each).
+    ``run``, ``scenario`` and ``check`` call it before any rank starts."""
+    available, total = _memory()
+    need = nprocs * rank_bytes
+    if available is not None and need > available:
+        raise PyopenibError(
+            "limit-memory",
+            nprocs=nprocs,
+            need=_bytes(need),
+            per_rank=_bytes(rank_bytes),
+            available=_bytes(available),
+        )
+    if total is None:
+        return
+    for st in settings:
+        ring = st.eager_rdma_num * (st.eager_limit + 64) if st.use_eager_rdma else 0
+        if ring > total:
+            raise PyopenibError(
+                "limit-memory-ring",
+                value=ctx.get("btl_openib_eager_rdma_num") - 1,
+                source=ctx.source("btl_openib_eager_rdma_num"),
+                ring=_bytes(ring),
+                total=_bytes(total),
+            )
+
+
+def _memory() -> tuple[int | None, int | None]:
+    """(MemAvailable, MemTotal + SwapTotal) from /proc/meminfo (Linux); None where they
+    cannot be read."""
+    fields = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                fields[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None, None
+    total = None
+    if "MemTotal" in fields:
+        total = fields["MemTotal"] + fields.get("SwapTotal", 0)
+    return fields.get("MemAvailable"), total
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n} bytes"

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import click
 
 from ..config.commands import check_job_devices, job_settings
+from ..config.limits import check_job_memory
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
@@ -49,15 +50,6 @@ register_topics(
         "run-wall-timeout": (
             "--wall-timeout {limit:g}: the job of {ranks} ranks ran out of real time and was "
             "stopped (simulated time did not reach --timeout; a rank may be computing in a loop)"
-        ),
-        "run-memory": (
-            "-n {nprocs}: the job needs about {need} of memory ({per_rank} per rank, as "
-            "measured), but this machine has {available} available; run fewer ranks"
-        ),
-        "run-memory-ring": (
-            "btl_openib_eager_rdma_num = {value} (source: {source}): one eager RDMA ring "
-            "would be {ring} (eager_rdma_num + 1 slots of eager_limit + headers), more than "
-            "this machine's memory and swap ({total}); lower btl_openib_eager_rdma_num"
         ),
         "run-bad-devices": (
             "--devices {value!r}: {reason} (expected ID[:COUNT],ID[:COUNT],... covering "
@@ -184,7 +176,7 @@ def run(
     models = [get_device_model(name) for name in dict.fromkeys(names)]
     ctx = job_settings(mca)
     settings = check_job_devices(ctx, models, PML_LARGEST_HEADER, "the PML's largest header")
-    check_job_memory(ctx, settings, nprocs)
+    check_job_memory(ctx, settings, nprocs, RANK_BYTES)
     make_btls = openib_btls(chosen, mca, ppn, mca=ctx)
     btls: list = []
     make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
@@ -255,65 +247,6 @@ def _wall_clock_limit(seconds: float | None):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def job_memory(nprocs: int) -> int:
-    """The resident memory a job of ``nprocs`` ranks needs at least: ``RANK_BYTES`` each.
-    Receive buffers are not counted: they are allocated untouched and cost only the
-    pages a message writes (that is in the measured figure)."""
-    return nprocs * RANK_BYTES
-
-
-def check_job_memory(ctx, settings, nprocs: int) -> None:
-    """Refuse a job that cannot fit in this machine's memory, instead of dying of it
-    minutes later inside a rank: all ranks against the memory available now, and each
-    eager RDMA ring (one allocation per peer) against the memory and swap there are at
-    all (a larger allocation fails outright; receive buffers are at most 2 GiB each)."""
-    available, total = _memory()
-    if available is not None and job_memory(nprocs) > available:
-        raise PyopenibError(
-            "run-memory",
-            nprocs=nprocs,
-            need=_bytes(job_memory(nprocs)),
-            per_rank=_bytes(RANK_BYTES),
-            available=_bytes(available),
-        )
-    if total is None:
-        return
-    for st in settings:
-        ring = st.eager_rdma_num * (st.eager_limit + 64) if st.use_eager_rdma else 0
-        if ring > total:
-            raise PyopenibError(
-                "run-memory-ring",
-                value=ctx.get("btl_openib_eager_rdma_num") - 1,
-                source=ctx.source("btl_openib_eager_rdma_num"),
-                ring=_bytes(ring),
-                total=_bytes(total),
-            )
-
-
-def _memory() -> tuple[int | None, int | None]:
-    """(MemAvailable, MemTotal + SwapTotal) from /proc/meminfo (Linux); None where they
-    cannot be read."""
-    fields = {}
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                name, _, rest = line.partition(":")
-                fields[name] = int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None, None
-    total = None
-    if "MemTotal" in fields:
-        total = fields["MemTotal"] + fields.get("SwapTotal", 0)
-    return fields.get("MemAvailable"), total
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n} bytes"
 
 
 def _keeping(make_btls, kept: list):
