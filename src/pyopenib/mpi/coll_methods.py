@@ -87,7 +87,8 @@ class _Blocks:
         area = self.block(i)
         if len(data) > len(area):
             raise Exception(_ERR_TRUNCATE)
-        area[: len(data)] = data
+        if len(data):  # an empty block may be read-only memory (b"", [None, 0, BYTE])
+            area[: len(data)] = data
 
     def finish(self) -> None:
         self.msg.finish()
@@ -366,10 +367,9 @@ class Collectives:
         blocks = None
         sending = (root == ROOT) if st.inter else (st.rank == root)
         if sending:
-            if sendobj is None or len(sendobj) != st.size:
-                raise ValueError(
-                    f"expecting {st.size} items, got {0 if sendobj is None else len(sendobj)}"
-                )
+            sendobj = [None] * st.size if sendobj is None else list(sendobj)  # as mpi4py
+            if len(sendobj) != st.size:
+                raise ValueError(f"expecting {st.size} items, got {len(sendobj)}")
             blocks = [dumps(o) for o in sendobj]
         if st.inter:
             if root == PROC_NULL:
@@ -484,9 +484,9 @@ class Collectives:
 
     def alltoall(self, sendobj) -> list:
         st = self._st()
-        if sendobj is None or len(sendobj) != st.size:
-            n = 0 if sendobj is None else len(sendobj)
-            raise ValueError(f"expecting {st.size} items, got {n}")
+        sendobj = [None] * st.size if sendobj is None else list(sendobj)  # as mpi4py
+        if len(sendobj) != st.size:
+            raise ValueError(f"expecting {st.size} items, got {len(sendobj)}")
         ch = Channel.of(st, "alltoall")
         blocks = [dumps(o) for o in sendobj]
         if st.inter:
