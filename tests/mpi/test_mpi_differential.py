@@ -46,6 +46,7 @@ def _real_output(program: Path, nprocs: int) -> dict[int, list[str]]:
             pytest.fail(f"differential reference unavailable in CI: {missing}")
         pytest.skip(missing)
     env = dict(os.environ, OMPI_MCA_btl="self,vader", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.pop("PYTHONUNBUFFERED", None)  # whole lines per write, so mpirun tags each once
     with tempfile.TemporaryDirectory() as outdir:
         cmd = ["mpirun", "--oversubscribe", "--output-filename", outdir, "-n", str(nprocs)]
         if os.geteuid() == 0:
