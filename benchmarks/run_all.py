@@ -16,6 +16,7 @@ BENCHMARKS = [
     "mpi_pingpong",
     "alltoall",
     "registration_leak",
+    "ctrl_c_faults",
     "reference_digests",
     "mpi4py_suite",
 ]
