@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -52,19 +53,13 @@ RUNS: list[tuple[str, list[str]]] = [
     ("alltoall-16", ["run", "-n", "16", "{workdir}/alltoall.py"]),
 ]
 
-_ALLTOALL = """
-import numpy as np
-from mpi4py import MPI
 
-comm = MPI.COMM_WORLD
-n, r = comm.Get_size(), comm.Get_rank()
-send = np.arange(n, dtype=np.int64) + r * n
-recv = np.empty(n, dtype=np.int64)
-comm.Alltoall(send, recv)
-assert (recv == np.arange(n, dtype=np.int64) * n + r).all(), recv
-if r == 0:
-    print(MPI.Wtime())
-"""
+def _alltoall_program() -> str:
+    """The program of benchmarks/alltoall.py (one copy of it)."""
+    spec = importlib.util.spec_from_file_location("pyopenib_bench_alltoall", HERE / "alltoall.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._PROGRAM
 
 
 def _digest(name: str, args: list[str], workdir: str) -> tuple[str, str]:
@@ -84,7 +79,7 @@ def _digest(name: str, args: list[str], workdir: str) -> tuple[str, str]:
 
 def measure(jobs: int = 2) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(jobs) as pool:
-        Path(workdir, "alltoall.py").write_text(_ALLTOALL)
+        Path(workdir, "alltoall.py").write_text(_alltoall_program())
         return dict(pool.map(lambda run: _digest(*run, workdir), RUNS))
 
 
