@@ -237,10 +237,18 @@ def scenario(
 @click.command()
 def demo():
     """The headline story: the credit race on Chelsio T3, then the fix."""
+    # OMPI_MCA_*, parameter files and the scenarios' default queues, as scenario resolves
+    # them; each step then sets the credits policy it shows
+    ctx = scenario_settings((), None, ("chelsio-t3", "connectx"), "pyopenib demo",
+                            DEFAULT_QUEUES, 2)  # fmt: skip
+    pairs = ctx.explicit_pairs()
     console = Console()
     console.rule("[bold]1. Open MPI's policy: every credit message on QP 0 (smallest)")
-    console.print("bibw on chelsio-t3, receive_queues P,128,256,192,128:P,65536,256,192,128")
-    bad = run_scenario("bibw", device="chelsio-t3", credits_qp="smallest", trace=True)
+    queues = ctx.get("btl_openib_receive_queues")
+    console.print(f"bibw on chelsio-t3, receive_queues {queues}", markup=False)
+    bad = run_scenario(
+        "bibw", device="chelsio-t3", credits_qp="smallest", mca_pairs=pairs, trace=True
+    )
     _summary(bad, console, "credits_qp smallest")
     if bad.failure is not None:
         console.print(bad.failure.report, markup=False, highlight=False)
@@ -255,11 +263,11 @@ def demo():
             "ui.perfetto.dev: out/t3-race-perfetto.json"
         )
     console.rule("[bold]2. The fix: credits of QP X travel on QP X (own)")
-    good = run_scenario("bibw", device="chelsio-t3", credits_qp="own", trace=False)
+    good = run_scenario("bibw", device="chelsio-t3", credits_qp="own", mca_pairs=pairs)
     _summary(good, console, "credits_qp own")
     console.rule("[bold]3. ConnectX (separate SQ/RQ engines): a timing window, not a rule")
     for policy in ("smallest", "own"):
-        r = run_scenario("bibw", device="connectx", credits_qp=policy, trace=False)
+        r = run_scenario("bibw", device="connectx", credits_qp=policy, mca_pairs=pairs)
         console.print(
             f"connectx, {policy}: {'completed' if r.completed else 'FAILED'} in "
             f"{r.sim_time_ps / 1e6:.1f} us simulated"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import resources
 
 from .receive_queues import default_receive_queues
-from .variables import Variable
+from .variables import AUTO_BOOL, Variable
 
 __all__ = ["CREDITS_QP_LEVEL", "SHIPPED_INI", "openib_variables"]
 
@@ -241,7 +241,7 @@ def openib_variables(home: str | None) -> tuple[Variable, ...]:
             "auto = on, as Open MPI 4.1 turns it on when its memory hooks work (they do on "
             "Linux; pyopenib's are the buffers' lifetimes)",
             9,
-            enumerator=((0, "false"), (1, "true"), (-1, "auto")),
+            enumerator=AUTO_BOOL,
             deprecated_synonyms=("opal_leave_pinned",),
             project="ompi",
         ),
