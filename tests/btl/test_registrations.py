@@ -10,10 +10,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from pyopenib.btl import registration_rows
 from pyopenib.btl.rcache import RegistrationCache, memory_owner
 from pyopenib.btl.registrations import RegistrationCounts
+from pyopenib.cli import main
 from pyopenib.config import effective_settings, load_mca
 from pyopenib.hw import get_device_model
 from pyopenib.mpi import run_job
@@ -98,6 +100,20 @@ def test_leave_pinned_registers_a_reused_buffer_once_and_releases_freed_memory(t
     # the receiver's pickled-message buffers are numpy arrays the program drops
     assert receiver.invalidated == messages
     assert receiver.deregistered == messages
+
+
+def test_grdma_print_stats_prints_each_process_counters_after_run(tmp_path):
+    prog = tmp_path / "rndv.py"
+    prog.write_text(textwrap.dedent(_PROGRAM.format(messages=3)))
+    env = {"OMPI_MCA_rcache_grdma_print_stats": "1", "HOME": str(tmp_path)}
+    result = CliRunner().invoke(main, ["run", "-n", "2", str(prog)], env=env)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "grdma: stats" in line]
+    # the buffer: 1 miss, 2 hits; 3 pickles; no eager-RDMA ring yet; the buffer stays
+    assert lines == [
+        f"[[1,1],{rank}] grdma: stats (hit/miss/found/not found/evicted/tree size): 2/4/0/0/0/1"
+        for rank in (0, 1)
+    ]
 
 
 def test_leave_pinned_can_be_turned_on_by_the_pipeline_variant_or_its_synonym(tmp_path):

@@ -1,4 +1,5 @@
-"""The registration-cache variables against real Open MPI: ``ompi_info --all --parsable``
+"""The registration-cache variables (leave_pinned, its pipeline variant, grdma's
+print_stats) against real Open MPI: ``ompi_info --all --parsable``
 (they are not openib's, so ``--param btl openib`` does not show them). Same way as
 test_config_differential.py: skipped only when ``ompi_info`` is missing outside CI."""
 
@@ -18,7 +19,7 @@ if OMPI_INFO is None:
         pytest.fail("CI: ompi_info is missing (make test installs openmpi-bin)", pytrace=False)
     pytest.skip("ompi_info not installed (Debian openmpi-bin)", allow_module_level=True)
 
-NAMES = ("mpi_leave_pinned", "mpi_leave_pinned_pipeline")
+NAMES = ("mpi_leave_pinned", "mpi_leave_pinned_pipeline", "rcache_grdma_print_stats")
 KEYS = ("value", "source", "status", "level", "type", "deprecated", "enumerator", "synonym")
 
 
@@ -53,9 +54,9 @@ def _mine(env_extra, home):
         {"OMPI_MCA_mpi_leave_pinned": "yes"},  # auto_bool reads bool words ...
         {"OMPI_MCA_mpi_leave_pinned": "7"},  # ... and clamps numbers
         {"OMPI_MCA_opal_leave_pinned": "1"},  # the deprecated synonym
-        {"OMPI_MCA_mpi_leave_pinned_pipeline": "true"},
+        {"OMPI_MCA_mpi_leave_pinned_pipeline": "true", "OMPI_MCA_rcache_grdma_print_stats": "1"},
     ],
-    ids=["default", "off", "yes", "clamped", "synonym", "pipeline"],
+    ids=["default", "off", "yes", "clamped", "synonym", "pipeline-and-stats"],
 )
 def test_leave_pinned_variables_match_ompi_info(tmp_path, env):
     theirs, mine = _theirs(env, tmp_path), _mine(env, tmp_path)

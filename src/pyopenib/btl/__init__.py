@@ -13,7 +13,14 @@ from .credits import stall_report
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
-from .stats import QpStats, job_stats, registration_rows, registrations_table, stats_table
+from .stats import (
+    QpStats,
+    grdma_stats_lines,
+    job_stats,
+    registration_rows,
+    registrations_table,
+    stats_table,
+)
 
 __all__ = [
     "BtlModule",
@@ -28,6 +35,7 @@ __all__ = [
     "build_job_btls",
     "QpStats",
     "job_stats",
+    "grdma_stats_lines",
     "registration_rows",
     "registrations_table",
     "stats_table",

@@ -177,6 +177,11 @@ class RegistrationCache:
         return len(self._lru)
 
     @property
+    def tree_size(self) -> int:
+        """Registrations a later transfer can find (grdma's VMA tree): in use or unused."""
+        return sum(len(regs) for regs in self._by_owner.values())
+
+    @property
     def unused_bytes(self) -> int:
         return sum(reg.nbytes for reg in self._lru.values())
 

@@ -15,6 +15,7 @@ __all__ = [
     "QpStats",
     "RankRegistrations",
     "job_stats",
+    "grdma_stats_lines",
     "registration_rows",
     "registrations_table",
     "stats_table",
@@ -178,3 +179,20 @@ def registrations_table(rows: list[RankRegistrations]) -> Table:
     for r in rows:
         table.add_row(*(f"{getattr(r, field):,}" for _, field in _REGISTRATION_COLUMNS))
     return table
+
+
+def grdma_stats_lines(btls) -> list[str]:
+    """What ``rcache_grdma_print_stats`` prints when each process closes its device, in
+    Open MPI's words (``rcache_grdma_finalize``). found/not found count
+    ``rcache_find`` lookups, which ob1 over openib never makes: 0, as in Open MPI."""
+    lines = []
+    for btl in btls:
+        m = _openib(btl)
+        if m is None:
+            continue
+        c = m.rcache
+        lines.append(
+            f"[[1,1],{m.rank}] grdma: stats (hit/miss/found/not found/evicted/tree size): "
+            f"{c.stats.hits}/{c.stats.misses}/0/0/{c.stats.evicted}/{c.tree_size}"
+        )
+    return lines

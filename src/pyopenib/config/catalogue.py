@@ -259,4 +259,15 @@ def openib_variables(home: str | None) -> tuple[Variable, ...]:
             deprecated_synonyms=("opal_leave_pinned_pipeline",),
             project="ompi",
         ),
+        Variable(
+            "rcache",
+            "grdma",
+            "print_stats",
+            "bool",
+            False,
+            "After a run, print each process's registration-cache counters on stderr, as "
+            "Open MPI does when the process closes its device: hits, misses, found/not "
+            f"found (lookups ob1 never makes), evicted, and the registrations kept {_BOOL_HINT}",
+            9,
+        ),
     )

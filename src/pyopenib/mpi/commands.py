@@ -222,6 +222,11 @@ def run(
         failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
     if stats and btls:
         _print_stats(btls, result.sim_time_ps)
+    if ctx.get("rcache_grdma_print_stats") and btls:
+        from ..btl import grdma_stats_lines
+
+        for line in grdma_stats_lines(btls):
+            click.echo(line, err=True)
     sys.exit(exit_status(result.exit_code, failed))
 
 
