@@ -201,6 +201,16 @@ def test_memory_in_use_stays_alive_and_registered():
     assert counts.live == 0 and cache.stats.invalidated == 1
 
 
+def test_memory_freed_after_its_registration_was_released_is_deregistered_once():
+    cache, counts, ctx = _cache(leave_pinned=False)
+    handle = cache.register(np.zeros(4096, np.uint8))  # only the transfer holds it
+    cache.release(handle)
+    del handle
+    gc.collect()
+    assert (counts.registered, counts.deregistered, cache.stats.invalidated) == (1, 1, 0)
+    assert ctx.nic.mpt == {}
+
+
 def test_bytes_cannot_be_watched_so_they_are_never_kept_unused():
     cache, counts, _ = _cache()
     data = np.frombuffer(bytes(20000), np.uint8)

@@ -227,10 +227,12 @@ class RegistrationCache:
         n = end - start
         self._make_room(n)
         self._serial += 1
-        try:
-            ref = weakref.ref(owner, partial(self._freed, id(owner))) if n else None
-        except TypeError:
-            ref = None  # bytes, bytearray: the program's free cannot be seen
+        ref = self._watch.get(id(owner))
+        if ref is None and n:
+            try:
+                ref = weakref.ref(owner, partial(self._freed, id(owner)))
+            except TypeError:
+                pass  # bytes, bytearray: the program's free cannot be seen
         if ref is None:
             reg = Registration(self._serial, self.pd.reg_mr(buffer, self.access), None,
                                start, end, owner)  # fmt: skip
@@ -253,15 +255,16 @@ class RegistrationCache:
             self._deregister(reg)
 
     def _deregister(self, reg: Registration) -> None:
-        reg.mr.dereg()
-        self.counts.record_deregister(reg.nbytes)
-        reg.keep = None
         regs = self._by_owner.get(reg.owner_id)
         if regs is not None:
             regs.remove(reg)
             if not regs:
                 del self._by_owner[reg.owner_id]
                 del self._watch[reg.owner_id]
+        reg.mr.dereg()
+        self.counts.record_deregister(reg.nbytes)
+        # last, unlinked: the owner may die here, with nothing left to invalidate
+        reg.keep = None
 
     # -- invalidation (the memory hooks) --------------------------------------------------
     def _freed(self, owner_id: int, ref: weakref.ref) -> None:
