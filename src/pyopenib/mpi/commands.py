@@ -220,13 +220,9 @@ def run(
     failed = None
     if trace_out is not None:
         failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
-    if stats and btls:
-        _print_stats(btls, result.sim_time_ps)
-    if ctx.get("rcache_grdma_print_stats") and btls:
-        from ..btl import grdma_stats_lines
-
-        for line in grdma_stats_lines(btls):
-            click.echo(line, err=True)
+    grdma_stats = ctx.get("rcache_grdma_print_stats")
+    if (stats or grdma_stats) and btls:
+        _print_stats(btls, result.sim_time_ps, stats, grdma_stats)
     sys.exit(exit_status(result.exit_code, failed))
 
 
@@ -265,11 +261,23 @@ def _keeping(make_btls, kept: list):
     return make
 
 
-def _print_stats(btls, sim_time_ps: int) -> None:
+def _print_stats(btls, sim_time_ps: int, tables: bool, grdma_lines: bool) -> None:
+    """``--stats``'s tables and (``rcache_grdma_print_stats``) Open MPI's grdma lines."""
     from rich.console import Console
 
-    from ..btl import job_stats, registration_rows, registrations_table, stats_table
+    from ..btl import (
+        grdma_stats_lines,
+        job_stats,
+        registration_rows,
+        registrations_table,
+        stats_table,
+    )
 
+    if grdma_lines:
+        for line in grdma_stats_lines(btls):
+            click.echo(line, err=True)
+    if not tables:
+        return
     title = f"openib per rank and QP (job ended at {sim_time_ps / 1e6:,.3f} us simulated)"
     console = Console(stderr=True, width=160)
     console.print(stats_table(job_stats(btls), title))
