@@ -45,9 +45,9 @@ MODES = ("0", "1")
 
 
 def measure(messages: int, leave_pinned: str):
-    from pyopenib.btl import registration_rows
+    from pyopenib.apps.run_command import openib_btls
+    from pyopenib.apps.stats import registration_rows
     from pyopenib.mpi import run_job
-    from pyopenib.mpi.commands import openib_btls
 
     kept = []
     make = openib_btls(DEVICE, [("mpi_leave_pinned", leave_pinned)], 1)

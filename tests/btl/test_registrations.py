@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pyopenib.btl import registration_rows
+from pyopenib.apps.run_command import openib_btls
+from pyopenib.apps.stats import registration_rows
 from pyopenib.btl.rcache import RegistrationCache, memory_owner
 from pyopenib.btl.registrations import RegistrationCounts
 from pyopenib.cli import main
 from pyopenib.config import effective_settings, load_mca
 from pyopenib.hw import get_device_model
 from pyopenib.mpi import run_job
-from pyopenib.mpi.commands import openib_btls
 from pyopenib.sim import Simulator
 from pyopenib.verbs import Access, open_devices
 
