@@ -161,7 +161,7 @@ def test_rdma_through_a_hit_lands_in_the_program_memory():
     memory = np.zeros(8192, np.uint8)
     cache.release(cache.register(memory))
     handle = cache.register(memory[100:200])
-    mr = ctx.nic.mpt[handle.mr.lkey]
+    mr = ctx.nic.memory.mpt[handle.mr.lkey]
     offset = handle.mr.addr - mr.addr
     mr.buffer[offset : offset + 3] = (7, 8, 9)  # what the NIC does for an RDMA write
     assert list(memory[100:103]) == [7, 8, 9]
@@ -175,7 +175,7 @@ def test_without_leave_pinned_the_last_release_deregisters_but_concurrent_uses_s
     cache.release(a)
     assert counts.live == 1
     cache.release(b)
-    assert counts.live == 0 and cache.unused == 0 and ctx.nic.mpt == {}
+    assert counts.live == 0 and cache.unused == 0 and ctx.nic.memory.mpt == {}
 
 
 def test_freeing_the_memory_invalidates_its_unused_registration():
@@ -187,7 +187,7 @@ def test_freeing_the_memory_invalidates_its_unused_registration():
     del memory, view
     gc.collect()
     assert cache.unused == 0 and counts.live == 0 and cache.stats.invalidated == 1
-    assert ctx.nic.mpt == {}
+    assert ctx.nic.memory.mpt == {}
 
 
 def test_memory_in_use_stays_alive_and_registered():
@@ -208,7 +208,7 @@ def test_memory_freed_after_its_registration_was_released_is_deregistered_once()
     del handle
     gc.collect()
     assert (counts.registered, counts.deregistered, cache.stats.invalidated) == (1, 1, 0)
-    assert ctx.nic.mpt == {}
+    assert ctx.nic.memory.mpt == {}
 
 
 def test_bytes_cannot_be_watched_so_they_are_never_kept_unused():
