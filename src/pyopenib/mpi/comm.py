@@ -39,12 +39,30 @@ class Comm(
 
     __slots__ = ("_s", "__weakref__")
 
-    def __init__(self, state: Comm | CommState | str | None = None):
-        if isinstance(state, Comm):
-            state = state._s
-        elif state is not None and not isinstance(state, CommState | str):
-            raise TypeError(f"expected Comm, got {type(state).__name__}")
-        self._s = state
+    def __new__(cls, comm: Comm | None = None):
+        """Another object for ``comm``'s communicator (``None``: the null one). As in
+        mpi4py the work is done here, not in ``__init__``, so a program's subclass can
+        define ``__new__`` (dup the argument first, say) and call ``super().__new__``."""
+        if comm is not None and not isinstance(comm, Comm):
+            raise TypeError(f"expected Comm or None, got {type(comm).__name__}")
+        new = object.__new__(cls)
+        new._s = None if comm is None else comm._s
+        if new._s is not None:
+            cls._check_kind(new)
+        return new
+
+    @classmethod
+    def _of(cls, state: CommState | str | None):
+        """A ``cls`` object for ``state`` (a predefined communicator's name for
+        ``COMM_WORLD``/``COMM_SELF``), made as mpi4py makes ``Dup``'s result:
+        ``cls.__new__(cls)`` (a subclass's ``__new__`` runs), then the handle is set."""
+        new = cls.__new__(cls)
+        new._s = state
+        return new
+
+    @classmethod
+    def _check_kind(cls, comm: Comm) -> None:
+        """``TypeError`` unless ``comm`` (not null) is a communicator of this class's kind."""
 
     def _st(self) -> CommState:
         s = self._s
@@ -92,8 +110,7 @@ class Comm(
         b = None if other._s is None else other._st()
         return a is b
 
-    def __hash__(self) -> int:
-        return id(self._s)
+    __hash__ = None  # mpi4py's handles are unhashable
 
     def __bool__(self) -> bool:
         return self._s is not None
@@ -112,7 +129,7 @@ class Intracomm(IntraCollectives, IntraConstructors, DynamicIntracomm, Comm):
 
     __slots__ = ()
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        if isinstance(comm, Comm) and comm and self._st().inter:
+    @classmethod
+    def _check_kind(cls, comm: Comm) -> None:
+        if comm._st().inter:
             raise TypeError("expecting an intracommunicator")

@@ -82,6 +82,7 @@ class Errhandler(HandleObject):
     __slots__ = ()
     _constants: dict = {}
     _null_name = "ERRHANDLER_NULL"
+    _free_predefined = True
 
     def Free(self) -> None:
         """Free the handler; this object becomes ``ERRHANDLER_NULL`` (a module constant
@@ -89,15 +90,9 @@ class Errhandler(HandleObject):
         obj = self._obj
         if obj is None:
             raise Exception(_ERR_ARG)
-        if self._constants.get(obj.predefined) is self:
+        if self._is_constant():
             return
         self._obj = None
-
-    def free(self) -> None:
-        """``Free`` unless null or a module constant."""
-        obj = self._obj
-        if obj is not None and obj.predefined is None:
-            self.Free()
 
     def __repr__(self) -> str:
         obj = self._obj

@@ -43,10 +43,10 @@ from .constants import IO_MODES
 from .datatypes import DATATYPES
 from .errhandler import RoutedErrors
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .info import Info
 from .request import completed_request
 from .status import ANY_SOURCE, ANY_TAG
-from .surface import MpiClass
 
 __all__ = ["FILE_NULL", "File", "IO_LATENCY_PS", "IO_PS_PER_BYTE", "NAMES"]
 
@@ -183,10 +183,11 @@ class _View:
         return stream // self.etype.size
 
 
-class FileState:
+class FileState(MpiObject):
     """One rank's open file: descriptor, communicator, view, pointers, pending split."""
 
     def __init__(self, comm, fd: int, path: str, amode: int, shared: _SharedPointer, info):
+        super().__init__()
         self.comm = comm
         self.st = comm._st()
         self.rc = self.st.rc
@@ -221,52 +222,30 @@ class _NullFile:
 _NULL_FILE = _NullFile()
 
 
-class File(RoutedErrors, metaclass=MpiClass):
-    """``MPI.File``. ``File()`` is the null file handle."""
+class File(RoutedErrors, HandleObject):
+    """File I/O context."""
 
-    __slots__ = ("_f", "__weakref__")
+    __slots__ = ()
     __module__ = "mpi4py.MPI"
+    _constants: dict = {}
+    _null_name = "FILE_NULL"
     _errh_kind = "File"
     _errh_noun = "file"
 
     def _errh_state(self):
-        return _NULL_FILE if self._f is None else self._f
-
-    def __init__(self, file: File | None = None):
-        if file is None:
-            self._f = None
-        elif isinstance(file, File):
-            self._f = file._f
-        else:
-            raise TypeError(f"File() argument must be File, not {type(file).__name__}")
+        return _NULL_FILE if self._obj is None else self._obj
 
     def _s(self) -> FileState:
-        f = self._f
+        f = self._obj
         if f is None:
             raise _error("ERR_FILE")
         return f
 
-    def __eq__(self, other):
-        if not isinstance(other, File):
-            return NotImplemented
-        return self._f is other._f
-
-    def __ne__(self, other):
-        if not isinstance(other, File):
-            return NotImplemented
-        return self._f is not other._f
-
-    def __hash__(self) -> int:
-        return id(self._f)
-
-    def __bool__(self) -> bool:
-        return self._f is not None
-
-    def __reduce__(self):
-        raise ValueError(f"cannot serialize '{self!r}' instance")
+    def _release(self) -> None:
+        self.Close()
 
     def __repr__(self) -> str:
-        return "<mpi4py.MPI.File MPI_FILE_NULL>" if self._f is None else "<mpi4py.MPI.File>"
+        return "<mpi4py.MPI.File MPI_FILE_NULL>" if self._obj is None else "<mpi4py.MPI.File>"
 
     # -- opening and closing ------------------------------------------------------------
     @classmethod
@@ -301,7 +280,7 @@ class File(RoutedErrors, metaclass=MpiClass):
                 shared.value = end
         _charge(state.rc, 0)
         f = cls.__new__(cls)
-        f._f = state
+        f._obj = state
         return f
 
     def Close(self) -> None:
@@ -318,11 +297,7 @@ class File(RoutedErrors, metaclass=MpiClass):
                     raise _error(_os_error(exc)) from None
         f.comm.Barrier()
         f.comm.Free()
-        self._f = None
-
-    def free(self) -> None:
-        if self._f is not None:
-            self.Close()
+        self._obj = None
 
     @classmethod
     def Delete(cls, filename, info=None) -> None:
@@ -627,7 +602,7 @@ class File(RoutedErrors, metaclass=MpiClass):
 
     # split collectives: the access happens in ``_begin``, ``_end`` reports it
     def _begin(self, call: str, nbytes: int) -> None:
-        f = self._f
+        f = self._obj
         if f.split is not None:
             raise _error("ERR_OTHER")
         f.split = (call, nbytes)
@@ -687,12 +662,6 @@ class File(RoutedErrors, metaclass=MpiClass):
     def Write_ordered_end(self, buf, status=None) -> None:
         self._end("write_ordered", status)
 
-    # -- handles ------------------------------------------------------------------------
-    def toint(self) -> int:
-        return 0 if self._f is None else id(self._f)
-
-    py2f = toint
-
 
 def _open(path: str, amode: int, first: bool) -> tuple[int, str | None]:
     """(descriptor, None) or (-1, MPI error class name). Only the first opener creates."""
@@ -712,7 +681,7 @@ def _fill(status, nbytes: int) -> None:
         status._fill(*_fields(nbytes))
 
 
-FILE_NULL = File()
+FILE_NULL = File._predefine("FILE_NULL", None)
 
 NAMES = {"File": File, "FILE_NULL": FILE_NULL}
 """What ``mpi4py.MPI`` exports from this module (its constants come from ``constants``)."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from . import context
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .status import PROC_NULL, UNDEFINED
-from .surface import MpiClass
 
 __all__ = [
     "CONGRUENT",
@@ -34,12 +34,13 @@ _ERR_RANK = ERROR_CLASSES["ERR_RANK"][0]
 _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
 
 
-class GroupHandle:
+class GroupHandle(MpiObject):
     """The members of a group (world ranks, in group order)."""
 
     __slots__ = ("members", "_index")
 
     def __init__(self, members):
+        super().__init__()
         self.members = tuple(members)
         self._index = {w: i for i, w in enumerate(self.members)}
 
@@ -68,61 +69,25 @@ def compare_members(a, b) -> int:
     return UNEQUAL
 
 
-class Group(metaclass=MpiClass):
-    """``MPI.Group``. ``Group()`` is a null group; ``Group(g)`` another object for g's handle."""
+class Group(HandleObject):
+    """Group of processes."""
 
-    __slots__ = ("_h", "__weakref__")
+    __slots__ = ()
     __module__ = "mpi4py.MPI"  # pickle finds GROUP_EMPTY/GROUP_NULL as ``mpi4py.MPI.<NAME>``
-
-    def __init__(self, group: Group | None = None):
-        if group is None:
-            self._h = None
-        elif isinstance(group, Group):
-            self._h = group._h
-        else:
-            raise TypeError(f"Group() argument must be Group, not {type(group).__name__}")
+    _constants: dict = {}
+    _null_name = "GROUP_NULL"
 
     @classmethod
     def _of(cls, handle: GroupHandle | None) -> Group:
-        g = cls.__new__(cls)
-        g._h = handle
-        return g
+        return cls._wrap(handle)
 
     def _members(self) -> tuple:
-        if self._h is None:
+        if self._obj is None:
             raise Exception(_ERR_GROUP)
-        return self._h.members
-
-    # -- identity -----------------------------------------------------------------------
-    def __eq__(self, other):
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._h is other._h
-
-    def __ne__(self, other):
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._h is not other._h
-
-    def __hash__(self) -> int:
-        return id(self._h)
-
-    def __bool__(self) -> bool:
-        return self._h is not None
+        return self._obj.members
 
     def __repr__(self) -> str:
-        return f"<mpi4py.MPI.Group {list(self._h.members) if self._h else 'NULL'}>"
-
-    def __reduce__(self):
-        if self is GROUP_EMPTY:
-            return "GROUP_EMPTY"
-        if self is GROUP_NULL:
-            return "GROUP_NULL"
-        if self._h is _EMPTY:
-            return (Group, (GROUP_EMPTY,))
-        if self._h is None:
-            return (Group, (GROUP_NULL,))
-        raise ValueError("cannot serialize 'mpi4py.MPI.Group' instance")
+        return f"<mpi4py.MPI.Group {list(self._obj.members) if self._obj else 'NULL'}>"
 
     # -- accessors ----------------------------------------------------------------------
     def Get_size(self) -> int:
@@ -136,7 +101,7 @@ class Group(metaclass=MpiClass):
         members = self._members()
         if not members:
             return UNDEFINED
-        return self._h.rank_of(context.current().rank)
+        return self._obj.rank_of(context.current().rank)
 
     @property
     def rank(self) -> int:
@@ -150,7 +115,7 @@ class Group(metaclass=MpiClass):
         members = self._members()
         if ranks is None:
             ranks = range(len(members))
-        other = group._h if group is not None else None
+        other = group._obj if group is not None else None
         if group is not None and other is None:
             raise Exception(_ERR_GROUP)
         out = []
@@ -242,30 +207,15 @@ class Group(metaclass=MpiClass):
             return cls._of(_handle((ctx.rank,)))
         raise Exception(_ERR_ARG)
 
-    # -- destructor and handles ---------------------------------------------------------
+    # -- destructor ---------------------------------------------------------------------
     def Free(self) -> None:
-        if self._h is None or self is GROUP_EMPTY:
+        if self._obj is None or self._is_constant():
             raise Exception(_ERR_GROUP)
-        self._h = None
-
-    def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        if self._h is not None and self is not GROUP_EMPTY:
-            self._h = None
-
-    def toint(self) -> int:
-        h = self._h
-        return 0 if h is None else 1 if h is _EMPTY else id(h)
-
-    py2f = toint
-
-    @property
-    def handle(self) -> int:
-        return self.toint()
+        self._obj = None
 
 
-GROUP_NULL = Group._of(None)
-GROUP_EMPTY = Group._of(_EMPTY)
+GROUP_NULL = Group._predefine("GROUP_NULL", None)
+GROUP_EMPTY = Group._predefine("GROUP_EMPTY", _EMPTY)
 
 
 def group_of(members) -> Group:

@@ -94,7 +94,7 @@ class Info(HandleObject):
         obj = self._obj
         return {} if obj is None else obj.table()
 
-    def _reduce_user(self):
+    def _reduce_created(self):
         return (type(self).Create, (self.items(),))
 
     # -- MPI calls ----------------------------------------------------------------------
@@ -130,12 +130,6 @@ class Info(HandleObject):
         if obj is None or obj.predefined is not None:
             raise Exception(_ERR_INFO)
         self._obj = None
-
-    def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        obj = self._obj
-        if obj is not None and obj.predefined is None:
-            self.Free()
 
     def Dup(self):
         """A new info object with the same keys and values."""

@@ -33,9 +33,9 @@ class Intercomm(Comm):
 
     __slots__ = ()
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        if self._s is not None and not self._st().inter:
+    @classmethod
+    def _check_kind(cls, comm: Comm) -> None:
+        if not comm._st().inter:
             raise TypeError("expecting an intercommunicator")
 
     def Get_remote_group(self) -> Group:
@@ -67,7 +67,7 @@ class Intercomm(Comm):
         ch = Channel.of(st, "MPI_Intercomm_merge")
         cid = run(ch, _inter_cid(ch, st, 1))
         me = st.group[st.rank]
-        return Intracomm(CommState(cid, members, members.index(me), st.rc))
+        return Intracomm._of(CommState(cid, members, members.index(me), st.rc))
 
     @classmethod
     def Create_from_groups(
@@ -124,7 +124,7 @@ def create_intercomm(comm, local_leader: int, peer_comm, remote_leader: int, tag
     got = run(ch, coll.bcast(ch, np.array([cid], np.int64).view(np.uint8), local_leader, 8))
     cid = int(np.asarray(got).view(np.int64)[0])
     st.rc.next_cid = max(st.rc.next_cid, cid + 2)
-    return Intercomm(_inter_state(cid, st.group, remote, st.group[st.rank], st.rc))
+    return Intercomm._of(_inter_state(cid, st.group, remote, st.group[st.rank], st.rc))
 
 
 def _remote_lists(ch, st, mine):
@@ -159,15 +159,15 @@ def split_inter(comm, st, color: int, key: int):
 
 def create_from_subgroups(comm, st, group: Group):
     me = st.group[st.rank]
-    members = list(group._h.members)
+    members = list(group._obj.members)
     ch = Channel.of(st, "MPI_Comm_create")
     _, remote = run(ch, _remote_lists(ch, st, members if st.rank == 0 else None))
     theirs = remote[0]
     ch = Channel.of(st, "MPI_Comm_create")
     cid = run(ch, _inter_cid(ch, st, 2))
-    if me not in group._h or not theirs:
+    if me not in group._obj or not theirs:
         return Intercomm(None)
-    return Intercomm(_inter_state(cid, members, theirs, me, st.rc))
+    return Intercomm._of(_inter_state(cid, members, theirs, me, st.rc))
 
 
 NAMES = {"Intercomm": Intercomm, **COMM_TYPES}

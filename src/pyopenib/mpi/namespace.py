@@ -82,7 +82,7 @@ def Finalize() -> None:
     if rc.finalized:
         sys.stderr.write(TOPICS["mpi-called-after-finalize"].format(call="MPI_Finalize") + "\n")
         raise SystemExit(1)
-    delete_attributes(Intracomm("self_comm"), comm_attributes(rc.self_comm))
+    delete_attributes(Intracomm._of("self_comm"), comm_attributes(rc.self_comm))
     rc.finalized = True
 
 
@@ -268,9 +268,9 @@ def build_mpi_module() -> types.ModuleType:
         Datatype=Datatype,
         Op=Op,
         Exception=Exception,
-        COMM_WORLD=Intracomm("world"),
-        COMM_SELF=Intracomm("self_comm"),
-        COMM_NULL=Intracomm(None),
+        COMM_WORLD=Intracomm._of("world"),
+        COMM_SELF=Intracomm._of("self_comm"),
+        COMM_NULL=Comm._of(None),
         REQUEST_NULL=Request(None),
         IN_PLACE=IN_PLACE,
         Init_thread=Init_thread,

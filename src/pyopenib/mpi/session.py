@@ -27,9 +27,6 @@ class Session(HandleObject):
             "mpi4py.MPI.Session.Init is MPI-4; Open MPI 4.1 (MPI 3.1) does not provide it"
         )
 
-    def free(self) -> None:
-        """Finalize the session if not null (no session can be opened: nothing to do)."""
-
     def __repr__(self) -> str:
         return "<mpi4py.MPI.Session SESSION_NULL>" if not self else "<mpi4py.MPI.Session>"
 

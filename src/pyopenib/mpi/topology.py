@@ -350,12 +350,11 @@ class Topocomm(Intracomm):
     __slots__ = ()
     _kind = None
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        if self._s is not None:
-            topo = self._st().topo
-            if topo is None or self._kind not in (None, topo.kind):
-                raise TypeError(f"expecting a {self._what} communicator")
+    @classmethod
+    def _check_kind(cls, comm: Intracomm) -> None:
+        topo = comm._st().topo
+        if topo is None or cls._kind not in (None, topo.kind):
+            raise TypeError(f"expecting a {cls._what} communicator")
 
     _what = "topology"
 
@@ -584,7 +583,7 @@ class Cartcomm(Topocomm):
             [d for d, k in zip(topo.dims, keep, strict=True) if k],
             [p for p, k in zip(topo.periods, keep, strict=True) if k],
         )
-        return Cartcomm(s)
+        return Cartcomm._of(s)
 
 
 class Graphcomm(Topocomm):

@@ -36,12 +36,12 @@ from .constants import RMA, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODE
 from .context import current
 from .errhandler import WinErrhandlers
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .info import Info
 from .memory import buffer
 from .ops import OPS, Op, check_op
 from .request import Operation, Request, completed_request, wrap
 from .status import PROC_NULL, UNDEFINED, empty_fields
-from .surface import MpiClass
 
 __all__ = ["NAMES", "WIN_NULL", "Win"]
 
@@ -121,10 +121,11 @@ def _op_name(op, datatype=None) -> str:
     return name
 
 
-class WinState:
+class WinState(MpiObject):
     """One rank's view of a window: communicator, osc part, flavor, epochs."""
 
     def __init__(self, comm, osc_win, flavor: int, memory, disp_unit: int, shared=None):
+        super().__init__()
         self.comm = comm
         self.st = comm._st()
         self.rc = self.st.rc
@@ -184,44 +185,22 @@ class _RmaOperation(Operation):
         return empty_fields(), None
 
 
-class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
-    """``MPI.Win``. ``Win()`` is the null window."""
+class Win(WinAttributes, WinErrhandlers, HandleObject):
+    """Remote memory access context."""
 
-    __slots__ = ("_w", "__weakref__")
+    __slots__ = ()
     __module__ = "mpi4py.MPI"
-
-    def __init__(self, win: Win | None = None):
-        if win is None:
-            self._w = None
-        elif isinstance(win, Win):
-            self._w = win._w
-        else:
-            raise TypeError(f"Win() argument must be Win, not {type(win).__name__}")
+    _constants: dict = {}
+    _null_name = "WIN_NULL"
 
     def _s(self) -> WinState:
-        w = self._w
+        w = self._obj
         if w is None:
             raise _error("ERR_WIN")
         return w
 
-    def __eq__(self, other):
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self._w is other._w
-
-    def __ne__(self, other):
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self._w is not other._w
-
-    def __hash__(self) -> int:
-        return id(self._w)
-
-    def __bool__(self) -> bool:
-        return self._w is not None
-
     def __repr__(self) -> str:
-        return f"<mpi4py.MPI.Win {'MPI_WIN_NULL' if self._w is None else self._w.name}>"
+        return f"<mpi4py.MPI.Win {'MPI_WIN_NULL' if self._obj is None else self._obj.name}>"
 
     # -- creation -----------------------------------------------------------------------
     @classmethod
@@ -242,8 +221,8 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         owin.remote = dup.allgather((key, size, disp_unit))
         _wait(rc, osc.connect([p for p in st.ranks if p != rc.rank]), "MPI_Win_create")
         win = cls.__new__(cls)
-        win._w = WinState(dup, owin, flavor, memory, disp_unit, shared)
-        win._w.info = info
+        win._obj = WinState(dup, owin, flavor, memory, disp_unit, shared)
+        win._obj.info = info
         return win
 
     @classmethod
@@ -345,11 +324,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         if w.shared is not None and w.st.rank == 0:
             _SEGMENTS.get(w.rc.job, {}).pop(w.shared[2], None)
         w.comm.Free()
-        self._w = None
-
-    def free(self) -> None:
-        if self._w is not None:
-            self.Free()
+        self._obj = None
 
     # -- queries ------------------------------------------------------------------------
     def Get_group(self):
@@ -404,9 +379,9 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return buffer() if m is None else m.view(buffer)
 
     def Get_name(self) -> str:
-        if self._w is None:
+        if self._obj is None:
             return "MPI_WIN_NULL"
-        return self._w.name
+        return self._obj.name
 
     def Set_name(self, name: str) -> None:
         self._s().name = str(name)
@@ -819,12 +794,6 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
             raise _error("ERR_GROUP")
         return ranks
 
-    # -- handles ------------------------------------------------------------------------
-    def toint(self) -> int:
-        return 0 if self._w is None else id(self._w)
-
-    py2f = toint
-
 
 def _sum(op):
     return OPS["SUM"] if op is None else op
@@ -836,7 +805,7 @@ def _is_bottom(memory) -> bool:
 
 
 def _comm_or_self(comm):
-    return Intracomm("self_comm") if comm is None else comm
+    return Intracomm._of("self_comm") if comm is None else comm
 
 
 def _element_dtype(dt) -> np.dtype:
@@ -876,7 +845,7 @@ def _target_spec(target, msg) -> tuple[int, int, object]:
     return disp, count, dt
 
 
-WIN_NULL = Win()
+WIN_NULL = Win._predefine("WIN_NULL", None)
 
 NAMES = {"Win": Win, "WIN_NULL": WIN_NULL}
 """What ``mpi4py.MPI`` exports from this module (its constants come from ``constants``)."""
