@@ -400,10 +400,15 @@ class CommConstructors:
         self._s = None
 
     def free(self) -> None:
-        """``Free`` unless null or predefined."""
+        """Call ``Free`` if not null or predefined."""
         s = self._s
-        if s is not None and not isinstance(s, str):
-            self.Free()
+        if s is None:
+            return
+        if isinstance(s, str):  # COMM_WORLD/COMM_SELF: mpi4py never frees the constant,
+            if getattr(sys.modules["mpi4py.MPI"], _PREDEFINED_NAMES[s]) is not self:
+                self._s = None  # and another object for it forgets it
+            return
+        self.Free()
 
     def Disconnect(self) -> None:
         """Waits for the communicator's pending traffic (a barrier), then frees it."""

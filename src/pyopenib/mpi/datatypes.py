@@ -14,6 +14,9 @@ to the largest alignment of the basic types inside, as a C struct would be.
 
 from __future__ import annotations
 
+import copyreg
+import weakref
+
 import numpy as np
 
 from . import pack as _pack
@@ -141,6 +144,7 @@ class _Handle:
         "_build",
         "_typemap",
         "_dense",
+        "__weakref__",
     )
 
     _next_fid = 100
@@ -371,8 +375,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
             return NotImplemented
         return self._h is not other._h
 
-    def __hash__(self):
-        return hash(self._h.fid)
+    __hash__ = None  # mpi4py's handles are unhashable
 
     def __bool__(self) -> bool:
         return self._h is not _NULL
@@ -386,13 +389,18 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
             canonical = _CANONICAL.get(h.fid)
             if canonical is not None and canonical[0] is self:
                 return canonical[1]
-            return (_copy_of, (canonical[0] if canonical else _NULL_TYPE,))
+            return (copyreg.__newobj__, (type(self), canonical[0] if canonical else _NULL_TYPE))
         base, combiner, params = self.decode()
         return (_datatype_create, (base, combiner, params, True))
 
     @property
     def handle(self) -> int:
-        return self._h.fid if self._h is not _NULL else 0
+        """MPI handle."""
+        h = self._h
+        if h is _NULL:
+            return 0
+        _BY_FID[h.fid] = h
+        return h.fid
 
     @classmethod
     def fromhandle(cls, handle: int) -> Datatype:
@@ -415,8 +423,12 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     def free(self) -> None:
         """Call ``Free`` if not null or predefined."""
         h = self._h
-        if h is not _NULL and not h.predefined:
-            self.Free()
+        if h is _NULL or _CANONICAL.get(h.fid, (None,))[0] is self:
+            return  # null, or a module constant: mpi4py never frees those
+        if h.predefined:
+            self._h = _NULL  # another object for a predefined type forgets it
+            return
+        self.Free()
 
     # -- accessors --------------------------------------------------------------------------
     def Get_size(self) -> int:
@@ -921,10 +933,6 @@ def _codes(h: _Handle) -> tuple[str | None, str | None, str | None]:
     return h.char, h.tstr, h.code
 
 
-def _copy_of(datatype: Datatype) -> Datatype:
-    return Datatype(datatype)
-
-
 _COPIED = (
     "size",
     "lb",
@@ -1130,7 +1138,9 @@ _NULL_TYPE = _new(Datatype, _NULL)
 DATATYPES: dict[str, Datatype] = {"DATATYPE_NULL": _NULL_TYPE}
 """Every predefined datatype of ``mpi4py.MPI`` by attribute name (aliases included)."""
 _CANONICAL: dict[int, tuple[Datatype, str]] = {0: (_NULL_TYPE, "DATATYPE_NULL")}
-_BY_FID: dict = {}
+_BY_FID: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+"""Datatype objects by integer handle: the predefined ones, and each other one once a
+program has asked for its handle (``fromhandle`` maps it back while the type lives)."""
 
 
 def _predefined(mpi_name: str, dtype, char, tstr, code) -> _Handle:

@@ -19,6 +19,7 @@ the registry is the rank's (``context.lookup``), not the module's.
 
 from __future__ import annotations
 
+import copyreg
 import weakref
 
 import numpy as np
@@ -167,17 +168,17 @@ class Op(metaclass=MpiClass):
     __slots__ = ("_h", "_py", "__weakref__")
     __module__ = "mpi4py.MPI"  # pickle finds predefined ops as ``mpi4py.MPI.<NAME>``
 
-    def __init__(self, op: Op | None = None):
-        # ``_py``: this object knows the Python function of its user operation (mpi4py
-        # copies it with ``Op(op)``, not through ``fromint``), so it can be pickled
-        self._py = True
-        if op is None:
-            self._h = _NULL
-        elif isinstance(op, Op):
-            self._h = op._h
-            self._py = op._py
-        else:
+    def __new__(cls, op: Op | None = None):
+        # construction is here, not in ``__init__``, as in mpi4py (a program's subclass
+        # may define ``__new__``). ``_py``: this object knows the Python function of its
+        # user operation (mpi4py copies it with ``Op(op)``, not through ``fromint``), so
+        # it can be pickled
+        if op is not None and not isinstance(op, Op):
             raise TypeError(f"Op() argument must be Op, not {type(op).__name__}")
+        new = object.__new__(cls)
+        new._h = _NULL if op is None else op._h
+        new._py = True if op is None else op._py
+        return new
 
     # -- identity -----------------------------------------------------------------------
     def __eq__(self, other):
@@ -190,8 +191,7 @@ class Op(metaclass=MpiClass):
             return NotImplemented
         return self._h is not other._h
 
-    def __hash__(self) -> int:
-        return id(self._h)
+    __hash__ = None  # mpi4py's handles are unhashable
 
     def __bool__(self) -> bool:
         return self._h is not _NULL
@@ -229,7 +229,7 @@ class Op(metaclass=MpiClass):
         h = self._h
         if h.user is None:
             name = _NAMES[id(h)]
-            return name if OPS[name] is self else (Op, (OPS[name],))
+            return name if OPS[name] is self else (copyreg.__newobj__, (type(self), OPS[name]))
         if not self._py or _registry().slots[h.slot] is not h:
             raise ValueError("cannot pickle user-defined reduction operation")
         return (type(self).Create, (h.user, h.commute))
@@ -264,9 +264,14 @@ class Op(metaclass=MpiClass):
         self._h = _NULL
 
     def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        if self._h.user is not None:
-            self.Free()
+        """Call ``Free`` if not null or predefined."""
+        h = self._h
+        if h is _NULL or OPS.get(_NAMES.get(id(h))) is self:
+            return  # null, or a module constant: mpi4py never frees those
+        if h.user is None:
+            self._h = _NULL  # another object for a predefined operation forgets it
+            return
+        self.Free()
 
     # -- queries ------------------------------------------------------------------------
     def Is_commutative(self) -> bool:

@@ -347,17 +347,20 @@ class Request(metaclass=MpiClass):
 
     __slots__ = ("_op", "__weakref__")
 
-    def __init__(self, request: Request | None = None):
-        if request is None:
-            self._op = None
-        elif isinstance(request, Request):
-            self._check_kind(request._op)
-            self._op = request._op
-        else:
+    def __new__(cls, request: Request | None = None):
+        """Construction is here, not in ``__init__``, as in mpi4py: a program's subclass
+        may define ``__new__`` and call ``super().__new__(cls, request)``."""
+        if request is not None and not isinstance(request, Request):
             raise TypeError(
-                f"Argument 'request' has incorrect type (expected {type(self).__name__}, "
+                f"Argument 'request' has incorrect type (expected {cls.__name__}, "
                 f"got {type(request).__name__})"
             )
+        new = object.__new__(cls)
+        new._op = None
+        if request is not None:
+            cls._check_kind(request._op)
+            new._op = request._op
+        return new
 
     @classmethod
     def _check_kind(cls, op) -> None:
@@ -468,8 +471,10 @@ class Request(metaclass=MpiClass):
     get_status = Get_status
 
     def Cancel(self) -> None:
-        if self._op is not None:
-            self._op.cancel()
+        """Cancel the operation; ``MPI_ERR_REQUEST`` on a null request, as Open MPI."""
+        if self._op is None:
+            raise Exception(ERR_REQUEST)
+        self._op.cancel()
 
     cancel = Cancel
 

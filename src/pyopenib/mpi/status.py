@@ -7,6 +7,7 @@ A status stores its count in bytes, as Open MPI's ``_ucount``; ``Get_count`` and
 
 from __future__ import annotations
 
+import copyreg
 from array import array
 
 from .datatypes import DATATYPES
@@ -44,18 +45,20 @@ class Status(metaclass=MpiClass):
     (source, tag, error, cancelled, then the ``size_t`` byte count as two ints), so
     ``tomemory`` is a view a program can write through, as under mpi4py."""
 
-    __slots__ = ("_mem",)
+    __slots__ = ("_mem", "__weakref__")
 
-    def __init__(self, status: Status | None = None):
-        if status is None:
-            self._mem = array("i", (ANY_SOURCE, ANY_TAG, 0, 0, 0, 0))
-        elif isinstance(status, Status):
-            self._mem = array("i", status._mem)
-        else:
+    def __new__(cls, status: Status | None = None):
+        if status is not None and not isinstance(status, Status):
             raise TypeError(
                 f"Argument 'status' has incorrect type (expected Status, got "
                 f"{type(status).__name__})"
             )
+        new = object.__new__(cls)
+        if status is None:
+            new._mem = array("i", (ANY_SOURCE, ANY_TAG, 0, 0, 0, 0))
+        else:
+            new._mem = array("i", status._mem)
+        return new
 
     def _fill(self, source, tag, error, count, cancelled=False) -> None:
         """Set every field at once (completion paths; ``count`` in bytes)."""
@@ -173,7 +176,7 @@ class Status(metaclass=MpiClass):
     __hash__ = None
 
     def __reduce__(self):
-        return (_new_status, (), self.__getstate__())
+        return (copyreg.__newobj__, (type(self),), self.__getstate__())
 
     def __getstate__(self) -> dict:
         return {
@@ -194,7 +197,7 @@ class Status(metaclass=MpiClass):
         )
 
     def __copy__(self) -> Status:
-        return Status(self)
+        return type(self)(self)
 
     def py2f(self) -> list[int]:
         """The Fortran status: the six ints of ``ompi_status_public_t``."""
@@ -211,7 +214,3 @@ class Status(metaclass=MpiClass):
             f"<pyopenib.MPI.Status source={self._source} tag={self._tag} "
             f"error={self._error} count={self._count}>"
         )
-
-
-def _new_status() -> Status:
-    return Status()

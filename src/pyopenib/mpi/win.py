@@ -99,8 +99,8 @@ def _loc(better):
 
 
 _ACC_OPS = _accumulate_ops()
-_RMA_OPS = {OPS[name]: name for name in (*_ACC_OPS, "REPLACE", "NO_OP")}
-"""The ops an RMA call accepts, by their ``OPS`` name (user-defined ops are not)."""
+_RMA_OPS = (*_ACC_OPS, "REPLACE", "NO_OP")
+"""The ``OPS`` names of the ops an RMA call accepts (user-defined ops are not)."""
 
 
 def _osc_of(rc) -> OscModule:
@@ -113,7 +113,7 @@ def _osc_of(rc) -> OscModule:
 def _op_name(op, datatype=None) -> str:
     """``SUM`` for ``MPI.SUM`` (and, given ``datatype``, one it applies to, as Open MPI's
     ``ompi_op_is_valid``); ``MPI_ERR_OP`` for anything else, user-defined ops included."""
-    name = _RMA_OPS.get(op) if isinstance(op, Op) else None
+    name = next((n for n in _RMA_OPS if OPS[n] == op), None) if isinstance(op, Op) else None
     if name is None:
         raise _error("ERR_OP")
     if datatype is not None and name not in ("REPLACE", "NO_OP"):
