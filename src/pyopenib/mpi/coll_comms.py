@@ -82,7 +82,8 @@ class CommState:
     (what p2p checks destinations against); ``rank`` this process's rank in ``group``.
     ``local`` is an intercommunicator's local intracommunicator (its collectives' local
     phases), ``topo`` a topology (``topology``), ``coll_seq`` the sequence number of the
-    next collective on it (its tag)."""
+    next blocking collective on it (its tag), ``nbc_seq`` that of the next nonblocking or
+    persistent one (they have their own tags, as libnbc's in Open MPI)."""
 
     __slots__ = (
         "cid",
@@ -100,6 +101,7 @@ class CommState:
         "topo",
         "info",
         "coll_seq",
+        "nbc_seq",
         "ghandle",
         "fint",
         "__weakref__",
@@ -121,6 +123,7 @@ class CommState:
         self.topo = None
         self.info = None
         self.coll_seq = 0
+        self.nbc_seq = 0
         self.ghandle = None
         self.fint = 0  # its integer handle (``toint``), given on first request
 
