@@ -82,6 +82,7 @@ class Errhandler(HandleObject):
     __slots__ = ()
     _constants: dict = {}
     _null_name = "ERRHANDLER_NULL"
+    _first_fint = 3
     _free_predefined = True
 
     def Free(self) -> None:
@@ -103,9 +104,9 @@ class Errhandler(HandleObject):
 Errhandler.__module__ = "mpi4py.MPI"
 
 ERRHANDLER_NULL = Errhandler._predefine("ERRHANDLER_NULL", None)
-ERRORS_RETURN = Errhandler._predefine("ERRORS_RETURN", ErrhandlerObject("return"))
-ERRORS_ARE_FATAL = Errhandler._predefine("ERRORS_ARE_FATAL", ErrhandlerObject("fatal"))
-ERRORS_ABORT = Errhandler._predefine("ERRORS_ABORT", ErrhandlerObject("abort"))
+ERRORS_RETURN = Errhandler._predefine("ERRORS_RETURN", ErrhandlerObject("return"), fint=2)
+ERRORS_ARE_FATAL = Errhandler._predefine("ERRORS_ARE_FATAL", ErrhandlerObject("fatal"), fint=1)
+ERRORS_ABORT = Errhandler._predefine("ERRORS_ABORT", ErrhandlerObject("abort"), fint=-1)
 _RETURN = ERRORS_RETURN._obj
 _HANDLER_NAMES = {"fatal": "MPI_ERRORS_ARE_FATAL", "abort": "MPI_ERRORS_ABORT"}
 

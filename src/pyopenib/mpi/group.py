@@ -76,6 +76,7 @@ class Group(HandleObject):
     __module__ = "mpi4py.MPI"  # pickle finds GROUP_EMPTY/GROUP_NULL as ``mpi4py.MPI.<NAME>``
     _constants: dict = {}
     _null_name = "GROUP_NULL"
+    _first_fint = 2
 
     @classmethod
     def _of(cls, handle: GroupHandle | None) -> Group:
@@ -215,7 +216,7 @@ class Group(HandleObject):
 
 
 GROUP_NULL = Group._predefine("GROUP_NULL", None)
-GROUP_EMPTY = Group._predefine("GROUP_EMPTY", _EMPTY)
+GROUP_EMPTY = Group._predefine("GROUP_EMPTY", _EMPTY, fint=1)
 
 
 def group_of(members) -> Group:

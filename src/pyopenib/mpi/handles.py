@@ -16,8 +16,12 @@ objects hold an ``MPI_Xxx`` handle. mpi4py's rules, which its tests pin:
 * a constant pickles by its module-level name (it unpickles as *the* constant), another
   wrapper of a predefined object as ``type(self).__new__(type(self), constant)``, a
   created object as its class allows (``Info`` by its items) or not at all;
-* ``handle``/``toint``/``py2f`` give an integer the ``from*`` class methods map back to a
-  wrapper of the base class; the null object is 0.
+* ``handle`` (the C handle, a pointer in Open MPI) gives an integer ``fromhandle`` maps back
+  to a wrapper of the handle class; the null object is 0;
+* ``toint``/``py2f`` give Open MPI's Fortran index, which ``fromint``/``f2py`` map back: the
+  predefined objects' are fixed (``GROUP_EMPTY`` 1, ``ERRORS_RETURN`` 2; -1 for one Open MPI
+  4.1 has no index for, ``ERRORS_ABORT``), another object's is the next free slot of its
+  class's table in the calling process, given the first time it is asked for.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import copyreg
 import itertools
 import weakref
 
+from .context import lookup
 from .errors import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
@@ -37,15 +42,28 @@ _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
 
 
 class MpiObject:
-    """The MPI object a handle names: an integer id for ``handle`` and the name of the
-    module-level constant it is, if predefined."""
+    """The MPI object a handle names: an integer id for ``handle``, its Fortran index once
+    it has one, and the name of the module-level constant it is, if predefined."""
 
-    __slots__ = ("hid", "predefined", "__weakref__")
+    __slots__ = ("hid", "fint", "predefined", "__weakref__")
 
-    def __init__(self):
+    def __init__(self, fint: int | None = None):
         self.hid = next(_IDS)
+        self.fint = fint
         self.predefined: str | None = None
         _BY_ID[self.hid] = self
+
+
+_FORTRAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PROCESS_FORTRAN: dict = {}  # the table of code that runs outside any rank (set-up, tests)
+
+
+def _fortran_table(klass: type) -> dict:
+    """The calling process's table of Fortran indices of ``klass``'s objects: Open MPI keeps
+    one per class in each process, so each rank has its own."""
+    rc = lookup()
+    tables = _PROCESS_FORTRAN if rc is None else _FORTRAN.setdefault(rc, {})
+    return tables.setdefault(klass, weakref.WeakValueDictionary())
 
 
 class HandleObject(metaclass=MpiClass):
@@ -56,6 +74,10 @@ class HandleObject(metaclass=MpiClass):
     __slots__ = ("_obj", "__weakref__")
     _constants: dict = {}
     _null_name: str = ""
+    _first_fint = 1
+    """The Fortran index of the first object a program makes (after the predefined ones)."""
+    _null_fint = 0
+    """The null handle's Fortran index (-1 where Open MPI 4.1 has none: ``SESSION_NULL``)."""
     _free_predefined = False
     """Whether ``free()`` calls ``Free`` on a copy of a predefined object (MPI frees
     predefined error handlers; mpi4py only forgets other predefined handles)."""
@@ -91,11 +113,13 @@ class HandleObject(metaclass=MpiClass):
         return new
 
     @classmethod
-    def _predefine(cls, name: str, obj: MpiObject | None):
-        """The module-level constant ``name`` wrapping ``obj`` (``None``: the null handle)."""
+    def _predefine(cls, name: str, obj: MpiObject | None, fint: int | None = None):
+        """The module-level constant ``name`` wrapping ``obj`` (``None``: the null handle),
+        whose Fortran index in Open MPI is ``fint``."""
         const = cls._wrap(obj)
         if obj is not None:
             obj.predefined = name
+            obj.fint = fint
         cls._constants[name] = const
         return const
 
@@ -179,18 +203,37 @@ class HandleObject(metaclass=MpiClass):
 
     def toint(self) -> int:
         """Translate object to integer handle."""
-        return self.handle
+        return self.py2f()
 
     @classmethod
     def fromint(cls, arg: int, /):
         """Translate integer handle to object."""
-        return cls.fromhandle(arg)
+        return cls.f2py(arg)
 
     def py2f(self) -> int:
         """Fortran handle."""
-        return self.handle
+        obj = self._obj
+        if obj is None:
+            return self._null_fint
+        if obj.fint is None:
+            klass = self._handle_class()
+            table = _fortran_table(klass)
+            fint = klass._first_fint
+            while fint in table:  # the lowest free slot, as Open MPI's pointer arrays
+                fint += 1
+            obj.fint = fint
+            table[fint] = obj
+        return obj.fint
 
     @classmethod
     def f2py(cls, arg: int):
         """Object of a Fortran handle."""
-        return cls.fromhandle(arg)
+        klass = cls._handle_class()
+        arg = int(arg)
+        if arg == 0:
+            return klass._wrap(None)
+        for const in klass._constants.values():
+            if const._obj is not None and const._obj.fint == arg >= 0:
+                return klass._wrap(const._obj)
+        # an index no object has: Open MPI's f2c answers no object, not an error
+        return klass._wrap(_fortran_table(klass).get(arg))

@@ -82,6 +82,7 @@ class Info(HandleObject):
     __slots__ = ()
     _constants: dict = {}
     _null_name = "INFO_NULL"
+    _first_fint = 2
 
     def _table(self) -> dict[str, str]:
         obj = self._obj
@@ -275,7 +276,7 @@ def _environment() -> dict[str, str]:
 
 
 INFO_NULL = Info._predefine("INFO_NULL", None)
-INFO_ENV = Info._predefine("INFO_ENV", InfoObject(fill=_environment))
+INFO_ENV = Info._predefine("INFO_ENV", InfoObject(fill=_environment), fint=1)
 
 
 def info_items(info) -> dict[str, str]:

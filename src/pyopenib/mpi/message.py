@@ -53,6 +53,7 @@ class Message(HandleObject):
     __module__ = "mpi4py.MPI"
     _constants: dict = {}
     _null_name = "MESSAGE_NULL"
+    _first_fint = 2
 
     def _release(self) -> None:
         """Nothing: a matched message is released by receiving it (mpi4py's ``free``)."""
@@ -146,4 +147,4 @@ def no_proc() -> Message:
 
 
 MESSAGE_NULL = Message._predefine("MESSAGE_NULL", None)
-MESSAGE_NO_PROC = Message._predefine("MESSAGE_NO_PROC", _NO_PROC)
+MESSAGE_NO_PROC = Message._predefine("MESSAGE_NO_PROC", _NO_PROC, fint=1)

@@ -39,7 +39,7 @@ from .memory import MEMORY_NAMES
 from .ops import OPS, Op
 from .request import Prequest, Request
 from .status import Status
-from .surface import missing_module_name
+from .surface import embed_signature, missing_module_name
 from .threads import Init_thread, Is_thread_main, Query_thread
 
 __all__ = ["MPI4PY_VERSION", "build_mpi_module"]
@@ -279,4 +279,7 @@ def build_mpi_module() -> types.ModuleType:
         __getattr__=_module_getattr,
     )
     ns.update(p2p.NAMES)
+    for name, value in ns.items():
+        if isinstance(value, types.FunctionType) and not name.startswith("_"):
+            embed_signature(name, value)
     return mpi

@@ -19,6 +19,7 @@ class Session(HandleObject):
     __module__ = "mpi4py.MPI"
     _constants: dict = {}
     _null_name = "SESSION_NULL"
+    _null_fint = -1
 
     @classmethod
     def Init(cls, info=None, errhandler=None):

@@ -126,6 +126,13 @@ out["fromhandle"] = [
     [type(o).__name__, type(o).fromhandle(o.handle) == o, type(type(o).fromint(o.toint())).__name__]
     for o in objects
 ]
+out["fortran_index"] = {
+    k: getattr(MPI, k).py2f()
+    for k in (
+        "GROUP_NULL GROUP_EMPTY INFO_NULL INFO_ENV ERRHANDLER_NULL ERRORS_ARE_FATAL ERRORS_RETURN "
+        "ERRORS_ABORT MESSAGE_NULL MESSAGE_NO_PROC WIN_NULL FILE_NULL SESSION_NULL REQUEST_NULL"
+    ).split()
+}
 out["handle_read_only"] = outcome(lambda: setattr(MPI.INFO_NULL, "handle", 0))
 
 
