@@ -86,8 +86,9 @@ class Errhandler(HandleObject):
     _free_predefined = True
 
     def Free(self) -> None:
-        """Free the handler; this object becomes ``ERRHANDLER_NULL`` (a module constant
-        stays as it is, as mpi4py never frees those)."""
+        """Free the error handler (this object becomes ``ERRHANDLER_NULL``).
+
+        A module constant stays as it is, as mpi4py never frees those."""
         obj = self._obj
         if obj is None:
             raise Exception(_ERR_ARG)

@@ -92,6 +92,7 @@ class Group(HandleObject):
 
     # -- accessors ----------------------------------------------------------------------
     def Get_size(self) -> int:
+        """Return the number of processes in the group."""
         return len(self._members())
 
     @property
@@ -99,6 +100,7 @@ class Group(HandleObject):
         return self.Get_size()
 
     def Get_rank(self) -> int:
+        """Return the rank of this process in the group (``UNDEFINED`` if not in it)."""
         members = self._members()
         if not members:
             return UNDEFINED
@@ -109,7 +111,8 @@ class Group(HandleObject):
         return self.Get_rank()
 
     def Translate_ranks(self, ranks=None, group: Group | None = None) -> list[int]:
-        """Ranks of this group as ranks of ``group`` (default: ``COMM_WORLD``'s group):
+        """Translate ranks of this group to ranks of ``group`` (default: COMM_WORLD's).
+
         UNDEFINED for a process not in it, or for a rank past this group's end, and for
         every rank when ``group`` is empty; PROC_NULL stays PROC_NULL (Open MPI 4.1; a
         negative rank, on which Open MPI crashes, is MPI_ERR_RANK)."""
@@ -136,20 +139,24 @@ class Group(HandleObject):
         return out
 
     def Compare(self, group: Group) -> int:
+        """Compare two groups: ``IDENT``, ``SIMILAR`` or ``UNEQUAL``."""
         return compare_members(self._members(), group._members())
 
     # -- constructors -------------------------------------------------------------------
     def Dup(self) -> Group:
+        """Duplicate the group."""
         return type(self)._of(_handle(self._members()))
 
     @classmethod
     def Union(cls, group1: Group, group2: Group) -> Group:
+        """Create the union of two groups."""
         a, b = group1._members(), group2._members()
         seen = set(a)
         return cls._of(_handle(a + tuple(w for w in b if w not in seen)))
 
     @classmethod
     def Intersection(cls, group1: Group, group2: Group) -> Group:
+        """Create the intersection of two groups."""
         b = set(group2._members())
         return cls._of(_handle(w for w in group1._members() if w in b))
 
@@ -157,13 +164,15 @@ class Group(HandleObject):
 
     @classmethod
     def Difference(cls, group1: Group, group2: Group) -> Group:
+        """Create the difference of two groups."""
         b = set(group2._members())
         return cls._of(_handle(w for w in group1._members() if w not in b))
 
     def _check_ranks(self, ranks) -> list[int]:
-        """Open MPI 4.1 checks that the ranks are in range and no more than the group's
-        size (MPI_ERR_RANK); a rank named twice is accepted (Incl repeats the process,
-        Excl excludes it once)."""
+        """Check ``ranks`` as Open MPI 4.1 does for ``Incl``/``Excl``.
+
+        They must be in range and no more than the group's size (MPI_ERR_RANK); a rank
+        named twice is accepted (Incl repeats the process, Excl excludes it once)."""
         n = len(self._members())
         ranks = [int(r) for r in ranks]
         if len(ranks) > n or any(not 0 <= r < n for r in ranks):
@@ -171,10 +180,12 @@ class Group(HandleObject):
         return ranks
 
     def Incl(self, ranks) -> Group:
+        """Create a group of the processes at ``ranks`` of this one."""
         members = self._members()
         return type(self)._of(_handle(members[r] for r in self._check_ranks(ranks)))
 
     def Excl(self, ranks) -> Group:
+        """Create a group of the processes not at ``ranks`` of this one."""
         drop = set(self._check_ranks(ranks))
         return type(self)._of(_handle(w for i, w in enumerate(self._members()) if i not in drop))
 
@@ -193,9 +204,11 @@ class Group(HandleObject):
         return self._check_ranks(out)
 
     def Range_incl(self, ranks) -> Group:
+        """Create a group of the processes in ranges of ranks of this one."""
         return self.Incl(self._expand(ranks))
 
     def Range_excl(self, ranks) -> Group:
+        """Create a group of the processes outside ranges of ranks of this one."""
         return self.Excl(self._expand(ranks))
 
     @classmethod
@@ -210,6 +223,7 @@ class Group(HandleObject):
 
     # -- destructor ---------------------------------------------------------------------
     def Free(self) -> None:
+        """Free the group (this object becomes ``GROUP_NULL``)."""
         if self._obj is None or self._is_constant():
             raise Exception(_ERR_GROUP)
         self._obj = None

@@ -28,8 +28,10 @@ _ERR_COMM = ERROR_CLASSES["ERR_COMM"][0]
 
 
 class Intercomm(Comm):
-    """``MPI.Intercomm``: ``Get_size``/``Get_rank`` are the local group's; peers of
-    point-to-point and collectives are numbered in the remote group."""
+    """Intercommunicator.
+
+    ``Get_size``/``Get_rank`` are the local group's; peers of point-to-point and
+    collectives are numbered in the remote group."""
 
     __slots__ = ()
 
@@ -39,6 +41,7 @@ class Intercomm(Comm):
             raise TypeError("expecting an intercommunicator")
 
     def Get_remote_group(self) -> Group:
+        """Return the remote group."""
         from .group import group_of
 
         return group_of(self._st().ranks)
@@ -48,6 +51,7 @@ class Intercomm(Comm):
         return self.Get_remote_group()
 
     def Get_remote_size(self) -> int:
+        """Return the number of processes in the remote group."""
         return self._st().size
 
     @property
@@ -55,8 +59,10 @@ class Intercomm(Comm):
         return self.Get_remote_size()
 
     def Merge(self, high: bool = False) -> Intracomm:
-        """Collective over both groups: the group that passed ``high=False`` comes first
-        (both the same: the group whose leader has the lower world rank)."""
+        """Merge the two groups into an intracommunicator (collective over both).
+
+        The group that passed ``high=False`` comes first (both the same: the group whose
+        leader has the lower world rank)."""
         st = self._st()
         ch = Channel.of(st, "MPI_Intercomm_merge")
         other_high = run(ch, _swap_with_remote(ch, st, bool(high)))

@@ -61,10 +61,12 @@ class Message(HandleObject):
     # -- probes ---------------------------------------------------------------------------
     @classmethod
     def Probe(cls, comm, source=-1, tag=-1, status=None) -> Message:
+        """Block until a message matches; return it as a matched message."""
         return comm.Mprobe(source, tag, status)
 
     @classmethod
     def Iprobe(cls, comm, source=-1, tag=-1, status=None) -> Message | None:
+        """Return a matched message if one matches now, else ``None``."""
         return comm.Improbe(source, tag, status)
 
     probe = Probe
@@ -93,6 +95,7 @@ class Message(HandleObject):
         return st.rc.pml.imrecv(m.frag, area, st.ctx, label), label
 
     def Recv(self, buf, status=None) -> None:
+        """Receive the matched message into ``buf``."""
         msg = message(buf, writable=True, peer=self._peer())
         started = self._start(msg.data, "MPI_Mrecv")
         if started is None:
@@ -106,6 +109,7 @@ class Message(HandleObject):
         finish_recv(preq, status)
 
     def Irecv(self, buf) -> Request:
+        """Start a receive of the matched message into ``buf``."""
         msg = message(buf, writable=True, peer=self._peer())
         started = self._start(msg.data, "MPI_Imrecv")
         if started is None:
@@ -115,6 +119,7 @@ class Message(HandleObject):
         return wrap(PmlOperation(started[0], True, finish, started[1]))
 
     def recv(self, status=None):
+        """Receive the matched message as a Python object."""
         started = self._start(None, "mrecv")
         if started is None:
             if status is not None:
@@ -124,6 +129,7 @@ class Message(HandleObject):
         return wrap(PmlOperation(preq, True, _loads, label)).wait(status)
 
     def irecv(self) -> Request:
+        """Start a receive of the matched message as a Python object."""
         started = self._start(None, "imrecv")
         if started is None:
             return wrap(DoneOperation(NULL_PROC_RECV))

@@ -54,19 +54,23 @@ def Wtime() -> float:
 
 
 def Wtick() -> float:
+    """Return the resolution of ``Wtime`` (the simulator's picosecond)."""
     return 1e-12
 
 
 def Get_processor_name() -> str:
+    """Return the name of the node the calling rank runs on."""
     return context.current().hostname
 
 
 def Is_initialized() -> bool:
+    """Indicate whether ``Init`` has been called (always, in a rank)."""
     context.current()
     return True
 
 
 def Is_finalized() -> bool:
+    """Indicate whether ``Finalize`` has completed."""
     return context.current().finalized
 
 
@@ -75,9 +79,11 @@ def Init() -> None:
 
 
 def Finalize() -> None:
-    """Finalize MPI. As the standard asks, the attributes of ``COMM_SELF`` are deleted
-    first, so their ``delete_fn`` callbacks run while MPI still works (libraries hang
-    clean-up on them). A second call ends the rank as Open MPI does (exit status 1)."""
+    """Terminate the MPI execution environment.
+
+    As the standard asks, the attributes of ``COMM_SELF`` are deleted first, so their
+    ``delete_fn`` callbacks run while MPI still works (libraries hang clean-up on them).
+    A second call ends the rank as Open MPI does (exit status 1)."""
     rc = context.current()
     if rc.finalized:
         sys.stderr.write(TOPICS["mpi-called-after-finalize"].format(call="MPI_Finalize") + "\n")
@@ -121,12 +127,12 @@ def Get_library_version() -> str:
 
 
 def Pcontrol(level: int) -> None:
-    """``MPI_Pcontrol``: a hook for profiling libraries; Open MPI itself ignores it."""
+    """Control profiling: a hook for profiling libraries, which Open MPI ignores."""
     operator.index(level)  # an int, as the C signature takes
 
 
 def Get_hw_resource_info():
-    """``MPI_Get_hw_resource_info`` is MPI-4.1: Open MPI 4.1 lacks it, as with real mpi4py."""
+    """Raise ``NotImplementedError``: this is MPI-4.1, which Open MPI 4.1 lacks."""
     raise NotImplementedError(
         "mpi4py.MPI.Get_hw_resource_info is MPI-4.1; Open MPI 4.1 (MPI 3.1) does not provide it"
     )
@@ -183,9 +189,11 @@ def _is_ours(cls: type) -> bool:
 
 
 def _addressof(arg) -> int:
-    """Address of memory holding the object's handle value (``_handleof``), as a C
-    program would see an ``MPI_Comm`` variable: reading it gives the handle; writing it
-    changes nothing here (pyopenib's objects do not live in that memory)."""
+    """Return the address of memory holding the object's handle value.
+
+    It is what a C program sees of an ``MPI_Comm`` variable: reading it gives the handle
+    (``_handleof``); writing it changes nothing here (pyopenib's objects do not live in
+    that memory)."""
     size = _sizeof(type(arg))
     cell = _CELLS.get(id(arg))
     if cell is None:
@@ -218,7 +226,7 @@ def _module_getattr(name: str):
 
 def build_mpi_module() -> types.ModuleType:
     """A fresh ``mpi4py.MPI`` module object for one job (``package`` builds the rest)."""
-    mpi = types.ModuleType("mpi4py.MPI", "pyopenib's mpi4py-compatible MPI namespace.")
+    mpi = types.ModuleType("mpi4py.MPI", "Message Passing Interface (pyopenib's, as mpi4py's).")
     mpi.__file__ = __file__  # real mpi4py's is its extension module; ours is this source
     ns = mpi.__dict__
     for name in (
@@ -279,7 +287,7 @@ def build_mpi_module() -> types.ModuleType:
         __getattr__=_module_getattr,
     )
     ns.update(p2p.NAMES)
-    for name, value in ns.items():
-        if isinstance(value, types.FunctionType) and not name.startswith("_"):
-            embed_signature(name, value)
+    for value in ns.values():
+        if isinstance(value, types.FunctionType):
+            embed_signature(value.__name__, value)
     return mpi

@@ -162,8 +162,10 @@ def _registry() -> _Registry:
 
 
 class Op(metaclass=MpiClass):
-    """``MPI.Op``. ``Op()`` is a null operation; ``Op(op)`` another object for the same
-    handle (equal to it, not identical)."""
+    """Reduction operation.
+
+    ``Op()`` is a null operation; ``Op(op)`` another object for the same handle (equal
+    to it, not identical)."""
 
     __slots__ = ("_h", "_py", "__weakref__")
     __module__ = "mpi4py.MPI"  # pickle finds predefined ops as ``mpi4py.MPI.<NAME>``
@@ -204,6 +206,7 @@ class Op(metaclass=MpiClass):
         return self.toint()
 
     def toint(self) -> int:
+        """Translate object to integer handle."""
         h = self._h
         return _USER_BASE + h.slot if h.user is not None else _IDS[id(h)]
 
@@ -211,6 +214,7 @@ class Op(metaclass=MpiClass):
 
     @classmethod
     def fromint(cls, arg: int) -> Op:
+        """Translate integer handle to object."""
         op = cls.__new__(cls)
         if arg >= _USER_BASE:
             h = _registry().slots[arg - _USER_BASE] if arg - _USER_BASE <= MAX_USER_OPS else None
@@ -237,7 +241,9 @@ class Op(metaclass=MpiClass):
     # -- user operations ----------------------------------------------------------------
     @classmethod
     def Create(cls, function, commute: bool = False) -> Op:
-        """``function(invec, inoutvec, datatype)`` stores ``invec op inoutvec`` into
+        """Create a user-defined reduction operation.
+
+        ``function(invec, inoutvec, datatype)`` stores ``invec op inoutvec`` into
         ``inoutvec`` (MPI's user-function contract; mpi4py passes buffers)."""
         function.__call__  # noqa: B018 - mpi4py's check that it is callable
         reg = _registry()
@@ -255,6 +261,7 @@ class Op(metaclass=MpiClass):
         return op
 
     def Free(self) -> None:
+        """Free a user-defined operation (this object becomes ``OP_NULL``)."""
         h = self._h
         if h.user is None:
             raise Exception(_ERR_OP)
@@ -275,6 +282,7 @@ class Op(metaclass=MpiClass):
 
     # -- queries ------------------------------------------------------------------------
     def Is_commutative(self) -> bool:
+        """Indicate whether the operation is commutative."""
         if self._h is _NULL:
             raise Exception(_ERR_OP)
         return self._h.commute
@@ -296,7 +304,7 @@ class Op(metaclass=MpiClass):
         return h.apply_obj(x, y)
 
     def Reduce_local(self, inbuf, inoutbuf) -> None:
-        """``inoutbuf = inbuf op inoutbuf`` on this process only."""
+        """Apply the operation locally: ``inoutbuf = inbuf op inoutbuf``."""
         from .buffers import message
 
         src = message(inbuf)

@@ -23,7 +23,7 @@ class Session(HandleObject):
 
     @classmethod
     def Init(cls, info=None, errhandler=None):
-        """``MPI_Session_init`` is MPI-4: Open MPI 4.1 (MPI 3.1) does not provide it."""
+        """Raise ``NotImplementedError``: sessions are MPI-4, not in Open MPI 4.1."""
         raise NotImplementedError(
             "mpi4py.MPI.Session.Init is MPI-4; Open MPI 4.1 (MPI 3.1) does not provide it"
         )

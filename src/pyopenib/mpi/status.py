@@ -108,32 +108,42 @@ class Status(metaclass=MpiClass):
 
     # -- getters and setters --------------------------------------------------------------
     def Get_source(self) -> int:
+        """Return the message source."""
         return self._source
 
     def Set_source(self, source: int) -> None:
+        """Set the message source."""
         self._mem[0] = _as_int(source, "source")
 
     def Get_tag(self) -> int:
+        """Return the message tag."""
         return self._tag
 
     def Set_tag(self, tag: int) -> None:
+        """Set the message tag."""
         self._mem[1] = _as_int(tag, "tag")
 
     def Get_error(self) -> int:
+        """Return the error code."""
         return self._error
 
     def Set_error(self, error: int) -> None:
+        """Set the error code."""
         self._mem[2] = _as_int(error, "error")
 
     def Get_count(self, datatype=_BYTE) -> int:
+        """Return the number of whole ``datatype`` items received."""
         return datatype._count_of(self._count)
 
     def Get_elements(self, datatype=_BYTE) -> int:
+        """Return the number of basic elements of ``datatype`` received."""
         return datatype._elements_of(self._count)  # basic elements, per the typemap
 
     def Set_elements(self, datatype, count: int) -> None:
-        """Set the count to ``count`` basic elements of ``datatype`` (whole instances'
-        worth of bytes, as Open MPI's ``MPI_Status_set_elements`` for a predefined type)."""
+        """Set the number of basic elements of ``datatype`` received.
+
+        It sets whole instances' worth of bytes, as Open MPI's ``MPI_Status_set_elements``
+        does for a predefined type."""
         count = _as_int(count, "count")
         size = datatype.Get_size()
         per_instance = datatype._elements_of(size) if size else 0
@@ -143,9 +153,11 @@ class Status(metaclass=MpiClass):
             self._count = count * size // per_instance
 
     def Is_cancelled(self) -> bool:
+        """Test whether the communication was cancelled."""
         return self._cancelled
 
     def Set_cancelled(self, flag: bool) -> None:
+        """Set the cancelled state."""
         self._mem[3] = 1 if flag else 0
 
     source = property(Get_source, Set_source, doc="Message source.")

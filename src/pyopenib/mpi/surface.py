@@ -124,8 +124,7 @@ class MpiClass(type):
         if name in CLASS_NAMES and ns.get("__module__", "").startswith(("pyopenib.", "mpi4py")):
             ns["_mpi4py_class"] = True  # pyopenib's MPI.<name>, not a program's subclass
             for attr_name, attr in ns.items():
-                if not attr_name.startswith("_"):
-                    embed_signature(attr_name, attr)
+                embed_signature(attr_name, attr)
         inherited = any("__getattr__" in k.__dict__ for b in bases for k in b.__mro__)
         if "__getattr__" not in ns and not inherited:
             ns["__getattr__"] = _instance_getattr

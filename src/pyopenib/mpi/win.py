@@ -236,6 +236,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
 
     @classmethod
     def Allocate(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> Win:
+        """Create a window over memory allocated by MPI."""
         if size < 0:
             raise _error("ERR_SIZE")
         return cls._make(
@@ -244,8 +245,10 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
 
     @classmethod
     def Allocate_shared(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> Win:
-        """One segment for the ranks of ``comm``, who must share a node (Open MPI's osc/sm:
-        ``MPI_ERR_RMA_SHARED`` otherwise); each rank's part follows the lower ranks'."""
+        """Create a window over one segment shared by the ranks of ``comm``.
+
+        They must share a node (Open MPI's osc/sm: ``MPI_ERR_RMA_SHARED`` otherwise);
+        each rank's part follows the lower ranks'."""
         comm = _comm_or_self(comm)
         if size < 0:
             raise _error("ERR_SIZE")
@@ -278,11 +281,13 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
 
     @classmethod
     def Create_dynamic(cls, info=None, comm=None) -> Win:
+        """Create a window without memory, to which memory is attached."""
         return cls._make(_comm_or_self(comm), None, 1, _DYNAMIC, info=info)
 
     def Shared_query(self, rank: int):
-        """(this process's view of ``rank``'s part, its disp_unit); PROC_NULL: the first
-        part with bytes, as Open MPI answers."""
+        """Return this process's view of ``rank``'s part and its displacement unit.
+
+        For PROC_NULL, the first part with bytes, as Open MPI answers."""
         w = self._s()
         if w.flavor != _SHARED:
             raise _error("ERR_RMA_FLAVOR")
@@ -295,6 +300,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return segment[start : start + n].view(buffer), unit
 
     def Attach(self, memory) -> None:
+        """Attach memory to a dynamic window."""
         w = self._s()
         if w.flavor != _DYNAMIC:
             raise _error("ERR_RMA_FLAVOR")
@@ -302,6 +308,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.osc.attached.append(w.osc.osc.register(data))
 
     def Detach(self, memory) -> None:
+        """Detach memory from a dynamic window."""
         w = self._s()
         if w.flavor != _DYNAMIC:
             raise _error("ERR_RMA_FLAVOR")
@@ -328,6 +335,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
 
     # -- queries ------------------------------------------------------------------------
     def Get_group(self):
+        """Return the group of processes of the window."""
         return self._s().comm.Get_group()
 
     @property
@@ -347,6 +355,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return 0 if m is None else int(m.ctypes.data)
 
     def Get_attr(self, keyval: int):
+        """Return the value of a window attribute."""
         w = self._s()
         if keyval == WIN_BASE:
             return self._base()
@@ -379,11 +388,13 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return buffer() if m is None else m.view(buffer)
 
     def Get_name(self) -> str:
+        """Return the print name of the window."""
         if self._obj is None:
             return "MPI_WIN_NULL"
         return self._obj.name
 
     def Set_name(self, name: str) -> None:
+        """Set the print name of the window."""
         self._s().name = str(name)
 
     @property
@@ -395,6 +406,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         self.Set_name(value)
 
     def Set_info(self, info) -> None:
+        """Set new values of the window's hints."""
         self._s().info = info
 
     def Get_info(self):
@@ -412,8 +424,9 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
 
     # -- checks -------------------------------------------------------------------------
     def _target(self, w: WinState, rank: int) -> bool:
-        """Whether ``rank`` is a target to act on (False for PROC_NULL); raises
-        ERR_RANK / ERR_RMA_SYNC as Open MPI does."""
+        """Tell whether ``rank`` is a target to act on (False for PROC_NULL).
+
+        Raises ERR_RANK / ERR_RMA_SYNC as Open MPI does."""
         if rank == PROC_NULL:
             return False
         if not 0 <= rank < w.st.size:
@@ -426,8 +439,9 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         raise _error("ERR_RMA_SYNC")
 
     def _await_post(self, w: WinState, rank: int) -> None:
-        """An access epoch of ``Start`` reaches ``rank`` once its POST arrived (osc/rdma
-        does not block in ``Start``: the first operation to each target waits)."""
+        """Wait until ``rank``'s POST of the ``Start`` epoch has arrived.
+
+        osc/rdma does not block in ``Start``: the first operation to each target waits."""
         if rank in w.start_seen or w.start_nocheck:
             return
         posts = w.osc.posts
@@ -437,8 +451,10 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.start_seen.add(rank)
 
     def _runs(self, w: WinState, rank: int, disp: int, count: int, dt) -> list:
-        """Where ``count`` x ``dt`` at ``disp`` lie in ``rank``'s window, as contiguous
-        (offset, length) pieces of the packed stream (Open MPI's target convertor)."""
+        """Return where ``count`` x ``dt`` at ``disp`` lie in ``rank``'s window.
+
+        They are contiguous (offset, length) pieces of the packed stream (Open MPI's
+        target convertor)."""
         base = disp if w.flavor == _DYNAMIC else disp * w.osc.remote[rank][2]
         nbytes = count * dt.size
         if not nbytes:
@@ -453,8 +469,9 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return [(int(where[i]), int(j - i)) for i, j in zip(starts, ends, strict=True)]
 
     def _issue(self, w: WinState, start, finish=None) -> object:
-        """Start an operation; ``finish`` (unpacking a result into the user's layout) runs
-        once it completed."""
+        """Start an operation; ``finish`` runs once it completed.
+
+        ``finish`` unpacks a result into the user's layout."""
         try:
             req = start()
         except OscError:
@@ -524,20 +541,26 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         )
 
     def Put(self, origin, target_rank: int, target=None) -> None:
+        """Put data into the memory of a target process."""
         self._put(origin, target_rank, target, "MPI_Put")
 
     def Get(self, origin, target_rank: int, target=None) -> None:
+        """Get data from the memory of a target process."""
         self._get(origin, target_rank, target, "MPI_Get")
 
     def Accumulate(self, origin, target_rank: int, target=None, op=None) -> None:
+        """Combine data into the memory of a target process."""
         self._acc(origin, None, target_rank, target, _sum(op), "MPI_Accumulate")
 
     def Get_accumulate(self, origin, result, target_rank: int, target=None, op=None) -> None:
+        """Combine data into a target's memory, fetching what it held."""
         self._acc(origin, result, target_rank, target, _sum(op), "MPI_Get_accumulate")
 
     def _single(self, w: WinState, origin, compare, result, target_rank: int):
-        """The fetch-and-op / compare-and-swap checks of mpi4py: one element each, of one
-        datatype; None for PROC_NULL, else (origin, compare, result) messages."""
+        """Check the buffers of fetch-and-op / compare-and-swap as mpi4py does.
+
+        One element each, of one datatype; None for PROC_NULL, else the (origin, compare,
+        result) messages."""
         omsg = message(origin, peer=target_rank)
         cmsg = None if compare is None else message(compare, peer=target_rank)
         rmsg = message(result, writable=True, peer=target_rank)
@@ -554,6 +577,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return omsg, cmsg, rmsg
 
     def Fetch_and_op(self, origin, result, target_rank: int, target_disp: int = 0, op=None) -> None:
+        """Combine one element into a target's memory, fetching what it held."""
         w = self._s()
         msgs = self._single(w, origin, None, result, target_rank)
         if msgs is None:
@@ -575,6 +599,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
     def Compare_and_swap(
         self, origin, compare, result, target_rank: int, target_disp: int = 0
     ) -> None:
+        """Replace one element in a target's memory if it equals a value."""
         w = self._s()
         msgs = self._single(w, origin, compare, result, target_rank)
         if msgs is None:
@@ -590,8 +615,10 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         )
 
     def _request(self, w: WinState, req) -> Request:
-        """A request-based call's ``Request``: complete when the operation completed at
-        the target (and, for the fetching ones, its result reached the user's buffer)."""
+        """Return a request-based call's ``Request``.
+
+        It completes when the operation completed at the target (and, for the fetching
+        ones, its result reached the user's buffer)."""
         if req is DONE:
             return completed_request(empty_fields())
 
@@ -602,17 +629,21 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return wrap(_RmaOperation(req, done))
 
     def Rput(self, origin, target_rank: int, target=None):
+        """Put data into a target's memory; return a request."""
         return self._request(self._s(), self._put(origin, target_rank, target, "MPI_Rput"))
 
     def Rget(self, origin, target_rank: int, target=None):
+        """Get data from a target's memory; return a request."""
         return self._request(self._s(), self._get(origin, target_rank, target, "MPI_Rget"))
 
     def Raccumulate(self, origin, target_rank: int, target=None, op=None):
+        """Combine data into a target's memory; return a request."""
         return self._request(
             self._s(), self._acc(origin, None, target_rank, target, _sum(op), "MPI_Raccumulate")
         )
 
     def Rget_accumulate(self, origin, result, target_rank: int, target=None, op=None):
+        """Combine data into a target's memory, fetching; return a request."""
         return self._request(
             self._s(),
             self._acc(origin, result, target_rank, target, _sum(op), "MPI_Rget_accumulate"),
@@ -631,6 +662,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
             self._finish(w)
 
     def Fence(self, assertion: int = 0) -> None:
+        """Synchronize the window: end one access epoch and start the next (collective)."""
         w = self._s()
         if w.locks or w.lock_all is not None or w.start is not None or w.post is not None:
             raise _error("ERR_RMA_SYNC")
@@ -639,6 +671,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.fence = not assertion & _NOSUCCEED
 
     def Start(self, group, assertion: int = 0) -> None:
+        """Start an access epoch to a group of targets (PSCW)."""
         w = self._s()
         if w.start is not None or w.locks or w.lock_all is not None:
             raise _error("ERR_RMA_SYNC")
@@ -648,6 +681,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.start_nocheck = bool(assertion & _NOCHECK)
 
     def Complete(self) -> None:
+        """Complete the access epoch started with ``Start``."""
         w = self._s()
         if w.start is None:
             raise _error("ERR_RMA_SYNC")
@@ -660,6 +694,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.start = None
 
     def Post(self, group, assertion: int = 0) -> None:
+        """Start an exposure epoch to a group of origins (PSCW)."""
         w = self._s()
         if w.post is not None:
             raise _error("ERR_RMA_SYNC")
@@ -680,6 +715,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.post = None
 
     def Wait(self) -> bool:
+        """Complete the exposure epoch started with ``Post``."""
         w = self._s()
         if w.post is None:
             raise _error("ERR_RMA_SYNC")
@@ -689,6 +725,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return True
 
     def Test(self) -> bool:
+        """Test whether the exposure epoch started with ``Post`` is complete."""
         w = self._s()
         if w.post is None:
             raise _error("ERR_RMA_SYNC")
@@ -700,6 +737,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         return True
 
     def Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:
+        """Start a passive-target access epoch at one target."""
         w = self._s()
         if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
             raise _error("ERR_LOCKTYPE")
@@ -718,6 +756,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.locks[rank] = (exclusive, nocheck)
 
     def Unlock(self, rank: int) -> None:
+        """Complete the passive-target access epoch at one target."""
         w = self._s()
         if rank == PROC_NULL:
             return
@@ -729,6 +768,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
             _wait(w.rc, [w.osc.osc.unlock(w.osc, rank, exclusive)], "MPI_Win_unlock")
 
     def Lock_all(self, assertion: int = 0) -> None:
+        """Start a shared passive-target access epoch at every target."""
         w = self._s()
         if w.lock_all is not None or w.locks or w.start is not None:
             raise _error("ERR_RMA_SYNC")
@@ -741,6 +781,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         w.lock_all = nocheck
 
     def Unlock_all(self) -> None:
+        """Complete the passive-target access epoch at every target."""
         w = self._s()
         if w.lock_all is None:
             raise _error("ERR_RMA_SYNC")
@@ -759,6 +800,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         raise _error("ERR_RMA_SYNC")
 
     def Flush(self, rank: int) -> None:
+        """Complete the operations issued to one target."""
         w = self._s()
         if rank == PROC_NULL:
             return
@@ -766,11 +808,13 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         self._complete_all(w, "MPI_Win_flush", {rank})
 
     def Flush_all(self) -> None:
+        """Complete the operations issued to every target."""
         w = self._s()
         self._passive(w, None)
         self._complete_all(w, "MPI_Win_flush_all")
 
     def Flush_local(self, rank: int) -> None:
+        """Complete locally the operations issued to one target."""
         w = self._s()
         if rank == PROC_NULL:
             return
@@ -778,6 +822,7 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
         self._complete_all(w, "MPI_Win_flush_local", {rank})
 
     def Flush_local_all(self) -> None:
+        """Complete locally the operations issued to every target."""
         w = self._s()
         self._passive(w, None)
         self._complete_all(w, "MPI_Win_flush_local_all")
