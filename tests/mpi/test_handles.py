@@ -2,6 +2,7 @@
 in-process rules of ``mpi.handles.HandleObject`` that need no job."""
 
 import copy
+import ctypes
 import io
 import json
 
@@ -11,6 +12,7 @@ from pyopenib.mpi import run_job
 from pyopenib.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from pyopenib.mpi.info import INFO_ENV, INFO_NULL, Info
 from pyopenib.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
+from pyopenib.mpi.namespace import build_mpi_module
 from pyopenib.mpi.win import WIN_NULL, Win
 
 from .loopback_btl import make_loopback_btls
@@ -90,3 +92,43 @@ def test_handles_of_different_classes_never_compare_equal():
         Info("abc")
     assert Message.fromhandle(MESSAGE_NO_PROC.handle) == MESSAGE_NO_PROC
     assert Group.fromhandle(0) == GROUP_NULL
+
+
+def _capsule_function(capsule, signature: str, functype):
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return functype(get_pointer(capsule, signature.encode()))
+
+
+def test_c_api_capsules_convert_objects_and_handles_both_ways():
+    mpi = build_mpi_module()
+    capi = mpi.__pyx_capi__
+    for obj in (mpi.INT, mpi.SUM, mpi.GROUP_EMPTY, mpi.INFO_NULL, mpi.ERRORS_RETURN):
+        name = type(obj).__name__
+        new = _capsule_function(
+            capi[f"PyMPI{name}_New"],
+            f"PyObject *(MPI_{name})",
+            ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_uint64),
+        )
+        get = _capsule_function(
+            capi[f"PyMPI{name}_Get"],
+            f"MPI_{name} *(PyObject *)",
+            ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object),
+        )
+        address = get(obj)
+        assert address == mpi._addressof(obj)
+        handle = ctypes.c_uint64.from_address(address).value
+        assert handle == mpi._handleof(obj) == obj.handle
+        again = new(handle)
+        assert type(again) is type(obj) and again == obj
+    status = mpi.Status()
+    status.source, status.tag = 3, 7
+    address = mpi._addressof(status)
+    assert ctypes.c_int.from_address(address).value == 3  # MPI_SOURCE, Open MPI's layout
+    copy_new = _capsule_function(
+        capi["PyMPIStatus_New"],
+        "PyObject *(MPI_Status *)",
+        ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p),
+    )
+    assert copy_new(address) == status and copy_new(address) is not status

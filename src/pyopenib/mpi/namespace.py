@@ -7,15 +7,14 @@ the calling rank up (``context.current``). Any name outside pyopenib's subset ra
 
 from __future__ import annotations
 
-import ctypes
 import operator
 import sys
 import types
-import weakref
 
 from ..errors import TOPICS, register_topics
 from . import (
     buffers,
+    capi,
     context,
     datatypes,
     dynproc,
@@ -167,55 +166,6 @@ _ABI_F_SIZED = (
     *(f"COMPLEX{n}" for n in (4, 8, 16, 32)),
     "DOUBLE_COMPLEX",
 )
-_HANDLE_BYTES = 8  # Open MPI's handles are pointers
-_HANDLE_CLASSES = frozenset(
-    "Comm Datatype Request Message Op Group Info Errhandler Session Win File".split()
-)
-_STATUS_BYTES = 24  # sizeof(MPI_Status) in Open MPI 4.1 on x86-64
-
-
-def _sizeof(arg) -> int:
-    """Size in bytes of the C object behind an MPI class or instance (mpi4py's helper)."""
-    cls = arg if isinstance(arg, type) else type(arg)
-    if issubclass(cls, Status):
-        return _STATUS_BYTES
-    if any(k.__name__ in _HANDLE_CLASSES and _is_ours(k) for k in cls.__mro__):
-        return _HANDLE_BYTES
-    raise TypeError("expecting an MPI type or instance")
-
-
-def _is_ours(cls: type) -> bool:
-    return cls.__module__.startswith(("pyopenib.", "mpi4py."))
-
-
-def _addressof(arg) -> int:
-    """Return the address of memory holding the object's handle value.
-
-    It is what a C program sees of an ``MPI_Comm`` variable: reading it gives the handle
-    (``_handleof``); writing it changes nothing here (pyopenib's objects do not live in
-    that memory)."""
-    size = _sizeof(type(arg))
-    cell = _CELLS.get(id(arg))
-    if cell is None:
-        cell = _CELLS[id(arg)] = (ctypes.c_uint64 * (size // 8))()
-        try:
-            weakref.finalize(arg, _CELLS.pop, id(arg), None)
-        except TypeError:  # not weak-referenceable: the cell stays for the process
-            pass
-    if size == _HANDLE_BYTES:
-        cell[0] = _handleof(arg)
-    return ctypes.addressof(cell)
-
-
-_CELLS: dict[int, ctypes.Array] = {}
-
-
-def _handleof(arg) -> int:
-    """The integer handle of an MPI object (a status has none: its address)."""
-    if isinstance(arg, Status):
-        return id(arg)
-    _sizeof(type(arg))
-    return arg.handle
 
 
 def _module_getattr(name: str):
@@ -245,12 +195,10 @@ def build_mpi_module() -> types.ModuleType:
         "Get_abi_version",
         "Get_abi_info",
         "Get_abi_fortran_info",
-        "_sizeof",
-        "_addressof",
-        "_handleof",
     ):
         ns[name] = globals()[name]
     ns.update(CONSTANTS)
+    ns.update(capi.NAMES)
     ns.update({name: code for name, (code, _) in ERROR_CLASSES.items()})
     ns.update(ERROR_FUNCTIONS, ERR_LASTCODE=ERR_LASTCODE)
     ns.update(info.NAMES)
@@ -287,6 +235,7 @@ def build_mpi_module() -> types.ModuleType:
         __getattr__=_module_getattr,
     )
     ns.update(p2p.NAMES)
+    ns["__pyx_capi__"] = capi.capsules(ns)
     for value in ns.values():
         if isinstance(value, types.FunctionType):
             embed_signature(value.__name__, value)
