@@ -110,6 +110,13 @@ def _store_blocks(bufs, got, skip: int = -1) -> None:
     bufs.finish()
 
 
+def _check_same_type(smsg, rmsg) -> None:
+    """A reduction's send and receive buffers must hold the same datatype (mpi4py's
+    ``chk_cro_args``: it compares the MPI handles, before any count)."""
+    if smsg.datatype is not rmsg.datatype and smsg.datatype != rmsg.datatype:
+        raise ValueError("mismatch in send and receive MPI datatypes")
+
+
 def _in_place(buf) -> bool:
     """mpi4py takes ``None`` as ``IN_PLACE`` where IN_PLACE is allowed."""
     return buf is None or buf is IN_PLACE
@@ -503,8 +510,7 @@ class Collectives:
             dt = rmsg.datatype
         else:
             smsg = _send_message(sendbuf)
-            if smsg.datatype is not rmsg.datatype and smsg.datatype != rmsg.datatype:
-                raise ValueError("mismatch in send and receive MPI datatypes")
+            _check_same_type(smsg, rmsg)
             if smsg.count != rmsg.count:
                 raise ValueError(
                     f"mismatch in send count {smsg.count} and receive count {rmsg.count}"
@@ -619,6 +625,7 @@ class Collectives:
             else:
                 rmsg = _recv_message(recvbuf)
                 smsg = _send_message(sendbuf)
+                _check_same_type(smsg, rmsg)
                 if smsg.count != rmsg.count * n:
                     raise ValueError(
                         f"mismatch in send count {smsg.count} and receive count {rmsg.count * n}"
@@ -640,13 +647,21 @@ class Collectives:
                 if len(counts) != n:
                     raise ValueError(f"expecting {n} items, got {len(counts)}")
                 total = sum(counts)
-                if not in_place and smsg.count != total:
-                    raise ValueError(f"mismatch in send count {smsg.count} and sum(counts) {total}")
-                if not in_place and rmsg.count != counts[st.rank]:
+                if in_place and rmsg.count != total:
                     raise ValueError(
-                        f"mismatch in receive count {rmsg.count} and "
-                        f"counts[{st.rank}] {counts[st.rank]}"
+                        f"mismatch in receive count {rmsg.count} and sum(counts) {total}"
                     )
+                if not in_place:
+                    _check_same_type(smsg, rmsg)
+                    if smsg.count != total:
+                        raise ValueError(
+                            f"mismatch in send count {smsg.count} and sum(counts) {total}"
+                        )
+                    if rmsg.count != counts[st.rank]:
+                        raise ValueError(
+                            f"mismatch in receive count {rmsg.count} and "
+                            f"counts[{st.rank}] {counts[st.rank]}"
+                        )
             target = rmsg
             sizes = None if counts is None else [c * dt.extent for c in counts]
             if not in_place:
