@@ -38,7 +38,7 @@ PACKAGE_FILE = os.path.join(PACKAGE_DIR, "__init__.py")
 SUBMODULES: dict[str, str] = {
     "mpi4py.__main__": "pyopenib.mpi.mpi4py_package.__main__",
     "mpi4py._mpiabi": "pyopenib.mpi.mpi4py_package._mpiabi",
-    "mpi4py.bench": "pyopenib.mpi.mpi4py_package.bench",
+    "mpi4py.bench": "pyopenib.mpi.mpi4py_package.mpi4py_bench",
     "mpi4py.run": "pyopenib.mpi.mpi4py_package.run",
     "mpi4py.typing": "pyopenib.mpi.mpi4py_package.typing",
     "mpi4py.util.dtlib": "pyopenib.mpi.util_dtlib",
@@ -57,7 +57,7 @@ _PACKAGES = {"mpi4py.util": "Miscellaneous utilities (pyopenib's implementations
 PROGRAM_MODULES = {
     "mpi4py": "__main__.py",
     "mpi4py.run": "run.py",
-    "mpi4py.bench": "bench.py",
+    "mpi4py.bench": "mpi4py_bench.py",
 }
 """The modules of the package that run as programs (``python -m NAME``), by the file a
 rank runs as its ``__main__``."""

@@ -9,7 +9,9 @@ workers), is not provided: pyopenib's executor runs on the job's fixed ranks and
 spawn, so the command is refused by name.
 
 Every import of ``mpi4py`` happens in the commands, so the module is also the program a
-rank runs for ``-m mpi4py.bench`` (``package.program_command``).
+rank runs for ``-m mpi4py.bench`` (``package.program_command``). The file is not
+``bench.py``: a module named like pyopenib's ``bench`` package would shadow it
+(docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
