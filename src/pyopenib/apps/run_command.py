@@ -17,6 +17,7 @@ import click
 from ..config.limits import check_job_memory
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
+from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
 from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
@@ -149,7 +150,7 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
 @click.option(
     "--stats", is_flag=True, help="After the job, print per-rank, per-QP openib counters on stderr."
 )
-@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.argument("program")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run(
     nprocs,
@@ -167,7 +168,12 @@ def run(
     program,
     args,
 ):
-    """Run an unmodified mpi4py PROGRAM on N simulated ranks, like mpirun."""
+    """Run an unmodified mpi4py PROGRAM on N simulated ranks, like mpirun.
+
+    PROGRAM is a Python file, or an interpreter and what it runs, as on an mpirun line
+    (python prog.py, python -m mpi4py prog.py)."""
+    program, args = program_command(program, args)
+    click.Path(exists=True, dir_okay=False).convert(program, None, click.get_current_context())
     if device and devices:
         raise PyopenibError("run-device-choice")
     trace_out = output_file("--trace", trace_path, TRACE_SUFFIXES)
