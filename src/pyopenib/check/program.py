@@ -1,0 +1,87 @@
+"""A user's mpi4py program as an explorer's ``run(oracle) -> (ok, outcome)``.
+
+Each execution is a fresh job through the runner ``pyopenib run`` uses (``run_job``): the
+program unmodified, N ranks, the openib BTL on the modelled devices with the settings
+resolved once in the ``check`` process, and the simulator's choice points answered by
+the explorer's oracle. The BTL's invariants are checked at every ``progress()`` call. The
+ranks' output is captured per execution (an exploration of a thousand executions does
+not print a thousand times); the counterexample's replay shows it.
+
+An execution fails when the job does not exit 0: a rank raised (a broken BTL invariant
+shows up as the rank's AssertionError), MPI_Abort, a transport failure (TERMINATE, RNR
+retries exhausted), a deadlock (every rank blocked, nothing pending) or the simulated
+time limit.
+"""
+
+from __future__ import annotations
+
+import io
+
+from ..btl import build_job_btls, stall_report
+from ..mpi.runner import run_job
+from ..sim import Simulator
+from .scenario_runs import Outcome
+
+__all__ = ["ProgramRun"]
+
+SIMULATED_LIMIT_S = 60.0
+"""An execution still running after 60 simulated seconds fails as a livelock (a polling
+loop that never blocks is not a deadlock the runner can see)."""
+
+
+class ProgramRun:
+    """``run(oracle)`` for one job of ``path`` on ``nprocs`` ranks; a plain picklable
+    object (worker processes and Dask receive it)."""
+
+    def __init__(self, path: str, nprocs: int, devices, mca_pairs, args=(),
+                 timeout: float = SIMULATED_LIMIT_S):  # fmt: skip
+        self.path = path
+        self.nprocs = nprocs
+        self.devices = list(devices)
+        self.mca_pairs = list(mca_pairs)
+        self.args = tuple(args)
+        self.timeout = timeout
+
+    def __call__(self, oracle) -> tuple[bool, str]:
+        out = self.execute(oracle)
+        return out.ok, out.text
+
+    def execute(self, oracle, trace=None) -> Outcome:
+        """One job under ``oracle`` (``trace``: a Tracer that keeps its events)."""
+        btls: list = []
+        pairs = self.mca_pairs
+        devices = self.devices
+
+        def make_btls(sim, nprocs):
+            btls.extend(build_job_btls(sim, nprocs, devices, pairs, check_invariants=True))
+            return btls
+
+        out, err = io.StringIO(), io.StringIO()
+        sim = Simulator(oracle=oracle, tracer=trace)
+        result = run_job(self.path, self.nprocs, make_btls, self.args, sim=sim,
+                         timeout=self.timeout, stdout=out, stderr=err)  # fmt: skip
+        output = out.getvalue() + err.getvalue()
+        at = f"at {result.sim_time_ps / 1e6:.3f} us"
+        if result.exit_code == 0:
+            return Outcome(True, f"exit 0 {at}", output=output)
+        text = _summary(result, err.getvalue())
+        stall = stall_report(btls) if result.reason == "deadlock" else []
+        return Outcome(False, f"{text} {at}", stall, output)
+
+
+def _summary(result, err: str) -> str:
+    """The job's failure in one line, from what ``pyopenib run`` would have printed."""
+    lines = [x.strip() for x in err.splitlines() if x.strip()]
+    if result.reason == "transport":
+        detail = next((" ".join(x.split()) for x in lines if x.startswith("Detail:")), "")
+        return f"transport failure on rank {result.rank}: {detail}".rstrip(": ")
+    if result.reason == "deadlock":
+        return "deadlock: every rank blocked, no event pending"
+    if result.reason == "timeout":
+        return f"still running after {SIMULATED_LIMIT_S:g} simulated seconds"
+    if result.reason == "abort":
+        return f"MPI_Abort on rank {result.rank} (errorcode {result.exit_code})"
+    # a rank raised: the last line of its traceback (before mpirun's report) names it
+    head = lines[: next((i for i, x in enumerate(lines) if x.startswith("-----")), len(lines))]
+    tail = head[-1] if head else ""
+    return f"rank {result.rank} exited with status {result.exit_code}: {tail}"
