@@ -4,7 +4,7 @@ which every sampled continuation fails."""
 
 import pytest
 
-from pyopenib.check.critical import PrefixOracle, critical_choice, credit_story
+from pyopenib.check.critical import PrefixOracle, credit_story, critical_choice
 from pyopenib.check.minimize import minimize
 from pyopenib.check.replay import (
     RecordingOracle,
