@@ -18,8 +18,6 @@ What the rule is (docs/ARCHITECTURE.md, "Who may call whom"):
   a ``_private`` module of another package).
 - No layer probes another's objects for a capability (``getattr(btl, "limits", None)``,
   ``hasattr``): an interface declares what it offers.
-- An application module that still lives inside layer L (a known placement violation, see
-  ``APPLICATIONS_IN_LAYERS``) is a client of L: it does not import the layer below L.
 
 Today's breaches are listed in ``KNOWN_VIOLATIONS``, each with the issue-12 bullet that
 removes it. The test fails on any breach not listed, on a listed breach that occurs more
@@ -53,21 +51,6 @@ list true)."""
 TWO_DOWN = {"btl": HW_HANDLES, "pml": HW_HANDLES, "mpi": HW_HANDLES + ("btl",)}
 """Per layer, the attributes that lead past the layer below it."""
 
-APPLICATIONS_IN_LAYERS = {
-    "btl/commands.py": "btl",
-    "btl/scenarios.py": "btl",
-    "btl/stats.py": "btl",
-    "config/commands.py": "config",
-    "mpi/commands.py": "mpi",
-    "report/commands.py": "report",
-    "verbs/perftest.py": "verbs",
-    "verbs/perftest_command.py": "verbs",
-}
-"""Applications (CLI commands, workloads, tables) that still live inside a layer. Issue 12,
-"Applications live inside layers": they move to the applications layer above the stack;
-until then each is a client of its layer and may not import the layer below it. Each
-entry is itself a known violation: remove it when the module moves."""
-
 _ISSUE_LAYERS = "issue 12, 'Layers that hold'"
 _ISSUE_VERBS = (
     "issue 12, 'Layers that hold': btl uses verbs only (query_device, query_qp, MR watch)"
@@ -91,24 +74,10 @@ class Violation:
 
 KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     # -- imports across the rule ---------------------------------------------------------
-    # mpi takes the BTL's exception class and builds the job's BTLs
+    # mpi takes the BTL's exception class
     Violation("mpi/runner.py", "import", "btl"): (1, _ISSUE_ERRORS),
-    Violation("mpi/commands.py", "import", "btl"): (3, _ISSUE_APPS),
-    Violation("mpi/commands.py", "import", "pml"): (1, _ISSUE_APPS),
-    Violation("mpi/commands.py", "import", "hw"): (1, _ISSUE_APPS),
-    Violation("mpi/commands.py", "import", "options"): (1, _ISSUE_APPS),
-    Violation("mpi/commands.py", "import", "outputs"): (1, _ISSUE_APPS),
-    Violation("mpi/commands.py", "import", "report"): (1, _ISSUE_APPS),
-    # btl's CLI commands and job assembly (device models, the report package)
+    # job assembly looks up the device models itself (get_device_model)
     Violation("btl/cluster.py", "import", "hw"): (1, _ISSUE_APPS),
-    Violation("btl/commands.py", "import", "hw"): (1, _ISSUE_APPS),
-    Violation("btl/commands.py", "import", "options"): (1, _ISSUE_APPS),
-    Violation("btl/commands.py", "import", "outputs"): (1, _ISSUE_APPS),
-    Violation("btl/commands.py", "import", "report"): (1, _ISSUE_APPS),
-    Violation("verbs/perftest_command.py", "import", "options"): (1, _ISSUE_APPS),
-    Violation("verbs/perftest_command.py", "import", "hw"): (1, _ISSUE_APPS),
-    Violation("report/commands.py", "import", "options"): (1, _ISSUE_APPS),
-    Violation("report/commands.py", "import", "outputs"): (1, _ISSUE_APPS),
     # -- btl reaching the hardware through verbs objects ------------------------------------
     # the device model's numbers (transport, CQ depth, host_poll, inline): query_device
     Violation("btl/module.py", "reach", ".model"): (4, _ISSUE_VERBS),
@@ -120,8 +89,6 @@ KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     Violation("btl/connect.py", "reach", ".nic"): (2, _ISSUE_VERBS),
     # HwMr.on_remote_write set by the BTL: a memory-region watch in verbs
     Violation("btl/eager_channels.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/stats.py", "reach", ".hw"): (1, _ISSUE_APPS),
-    Violation("btl/scenarios.py", "reach", ".hw"): (1, _ISSUE_APPS),
     # -- mpi reaching the BTL past the PML (wait_for_activity, osc's RDMA) -----------------
     Violation("mpi/context.py", "reach", ".btl"): (4, _ISSUE_LAYERS),
     Violation("mpi/runner.py", "reach", ".btl"): (1, _ISSUE_LAYERS),
@@ -262,15 +229,11 @@ def check_sources(sources: dict[str, str]) -> Counter:
     found: Counter = Counter()
     for rel, tree in trees.items():
         own = package_of(rel)
-        app_layer = APPLICATIONS_IN_LAYERS.get(rel)
         for _node, module, names in _imported(rel, tree):
             parts = module.split(".")
             dst = parts[1] if len(parts) > 1 else "pyopenib"
             if not _import_allowed(own, dst):
                 found[Violation(rel, "import", dst)] += 1
-            elif app_layer in STACK and STACK.index(app_layer) > 0:
-                if dst == STACK[STACK.index(app_layer) - 1]:
-                    found[Violation(rel, "import", dst)] += 1
             if dst != own:
                 if any(_is_private(p) for p in parts[2:]):
                     found[Violation(rel, "private", module)] += 1
@@ -339,11 +302,6 @@ def test_the_list_only_shrinks():
         "pml/z.py: probe limits x1",
     ]
     assert fixed == ["btl/y.py: import hw"]
-
-
-def test_applications_in_layers_are_still_there():
-    moved = [rel for rel in APPLICATIONS_IN_LAYERS if not (SRC / rel).exists()]
-    assert not moved, f"moved out of their layer: remove from APPLICATIONS_IN_LAYERS: {moved}"
 
 
 def test_every_known_violation_names_its_issue_bullet():
@@ -418,7 +376,7 @@ def test_checker_allows_floors_and_the_layer_below():
         "from ..config import McaContext\nfrom ..errors import PyopenibError\n"
         "from . import frag\n",
         "config/y.py": "from ..errors import PyopenibError\nfrom .. import __version__\n",
-        "check/z.py": "from ..btl.scenarios import SCENARIOS\nfrom ..report import write_trace\n",
+        "check/z.py": "from ..apps.scenarios import SCENARIOS\nfrom ..report import write_trace\n",
     }
     assert _only(sources) == set()
 
@@ -465,6 +423,15 @@ def test_checker_catches_capability_probes_across_layers():
     assert got == Counter({Violation("pml/o.py", "probe", "limits"): 2})
 
 
-def test_checker_catches_an_application_in_a_layer_importing_below_it():
-    got = _only({"verbs/perftest.py": "from ..hw import Access\nfrom ._objects import Cq\n"})
-    assert got == {("verbs/perftest.py", "import", "hw")}
+def test_checker_catches_a_layer_or_a_floor_importing_the_applications():
+    sources = {
+        "verbs/x.py": "from ..apps.perftest import run_perftest\n",
+        "config/y.py": "def f():\n    from ..apps.job_settings import job_settings\n",
+        "report/z.py": "from ..cli import main\n",
+        "apps/ok.py": "from ..hw import get_device_model\nfrom ..mpi.runner import run_job\n",
+    }
+    assert _only(sources) == {
+        ("verbs/x.py", "import", "apps"),
+        ("config/y.py", "import", "apps"),
+        ("report/z.py", "import", "cli"),
+    }

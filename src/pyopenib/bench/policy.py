@@ -4,7 +4,7 @@ completion time and explicit credit messages, or how and when the run failed."""
 
 from __future__ import annotations
 
-from ..btl.scenarios import run_scenario
+from ..apps.scenarios import run_scenario
 from .results import Point, PointResult
 
 __all__ = ["POLICY_SCENARIOS", "measure_scenario"]

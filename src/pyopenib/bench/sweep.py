@@ -15,8 +15,8 @@ import threading
 import time
 from dataclasses import replace
 
+from ..apps.scenarios import SCENARIOS
 from ..btl import build_job_btls
-from ..btl.scenarios import SCENARIOS
 from ..errors import PyopenibError, register_topics
 from ..sim import make_simulator
 from ..workers import Workers

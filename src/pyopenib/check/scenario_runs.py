@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..apps.scenarios import run_scenario
 from ..btl import stall_report
-from ..btl.scenarios import run_scenario
 from ..errors import PyopenibError
 
 __all__ = ["RACE_LABELS", "Outcome", "ScenarioRun", "scenario_runner"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import PyopenibError, register_topics
 from ..sim import PS_PER_US, make_simulator
-from . import (
+from ..verbs import (
     Access,
     CompletionQueue,
     QpState,

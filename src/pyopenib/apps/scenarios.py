@@ -17,10 +17,9 @@ import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..btl import TransportError, build_job_btls
 from ..errors import PyopenibError, register_topics
 from ..sim import NominalOracle, RandomOracle, Simulator, Tracer
-from .cluster import build_job_btls
-from .interface import TransportError
 
 __all__ = ["SCENARIOS", "ScenarioResult", "run_scenario"]
 
