@@ -3,7 +3,8 @@
 Each execution is a fresh job through the runner ``pyopenib run`` uses (``run_job``): the
 program unmodified, N ranks, the openib BTL on the modelled devices with the settings
 resolved once in the ``check`` process, and the simulator's choice points answered by
-the explorer's oracle. The BTL's invariants are checked at every ``progress()`` call. The
+the explorer's oracle. The BTL's invariants, credit conservation between the ranks
+included, are checked at every ``progress()`` call (``ConservationChecked``). The
 ranks' output is captured per execution (an exploration of a thousand executions does
 not print a thousand times); the counterexample's replay shows it.
 
@@ -22,7 +23,7 @@ from ..mpi.runner import run_job
 from ..sim import Simulator
 from .scenario_runs import Outcome
 
-__all__ = ["ProgramRun"]
+__all__ = ["ConservationChecked", "ProgramRun"]
 
 SIMULATED_LIMIT_S = 60.0
 """An execution still running after 60 simulated seconds fails as a livelock (a polling
@@ -54,7 +55,7 @@ class ProgramRun:
 
         def make_btls(sim, nprocs):
             btls.extend(build_job_btls(sim, nprocs, devices, pairs, check_invariants=True))
-            return btls
+            return [ConservationChecked(btl, btls) for btl in btls]
 
         out, err = io.StringIO(), io.StringIO()
         sim = Simulator(oracle=oracle, tracer=trace)
@@ -67,6 +68,28 @@ class ProgramRun:
         text = _summary(result, err.getvalue())
         stall = stall_report(btls) if result.reason == "deadlock" else []
         return Outcome(False, f"{text} {at}", stall, output)
+
+
+class ConservationChecked:
+    """A rank's BTL module whose ``progress()`` also checks credit conservation between
+    every pair of the job's modules (it needs both ends, so no module can check it
+    alone); everything else is the module's own. A broken invariant raises in the rank
+    that polled, and the job fails with it."""
+
+    def __init__(self, btl, job_btls: list):
+        self._btl = btl
+        self._job = job_btls
+
+    def progress(self) -> int:
+        n = self._btl.progress()
+        for a in self._job:
+            for b in self._job:
+                if a is not b:
+                    a.assert_conservation(b)
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self._btl, name)
 
 
 def _summary(result, err: str) -> str:
