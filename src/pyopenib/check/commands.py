@@ -19,6 +19,7 @@ from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file
 from ..report import write_trace
 from ..sim import NominalOracle, RandomOracle, Tracer
 from ..workers import Workers
+from .branches import branches_of
 from .critical import credit_story, critical_choice
 from .explore import ExplorationResult, SelectiveScriptedOracle, explore_exhaustive, explore_random
 from .minimize import minimize
@@ -205,9 +206,13 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
         click.echo(tgt.title)
         _replay(tgt, replay, trace_out)
         return
-    nominal = RecordingOracle(NominalOracle())
-    tgt.run.execute(nominal)  # a bad device or MCA value: one clear error here, not in a worker
+    tracer = Tracer()
+    nominal = RecordingOracle(NominalOracle(), tracer)
+    # a bad device or MCA value: one clear error here, not in a worker
+    first = tgt.run.execute(nominal, trace=tracer)
     coverage = Coverage.of(nominal.answers)
+    branches = branches_of(first.modules, tracer.events)
+    del tracer
     if exhaustive:
         if labels is None:  # the race's labels this device has (T3: recv_wqe; split: usable)
             label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
@@ -238,6 +243,8 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
         click.echo("choice points of the nominal run (label, met, branching):")
         for line in coverage.table(label_set):
             click.echo(line)
+        for line in branches.lines():
+            click.echo(line)
         if res.counterexample is None:
             for line in verdict_lines(res, coverage, label_set, deviations, cut_by):
                 click.echo(line)
@@ -251,6 +258,8 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
         if res.counterexample is None:
             last = seed + res.executions - 1
             cut = f" ({cut_by})" if cut_by else ""
+            for line in branches.lines():
+                click.echo(line)
             click.echo(
                 f"no failure in {res.executions} seeded random runs ({seed}..{last}){cut}: "
                 "a sample of the device intervals, not a proof"

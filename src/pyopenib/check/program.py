@@ -64,10 +64,10 @@ class ProgramRun:
         output = out.getvalue() + err.getvalue()
         at = f"at {result.sim_time_ps / 1e6:.3f} us"
         if result.exit_code == 0:
-            return Outcome(True, f"exit 0 {at}", output=output)
+            return Outcome(True, f"exit 0 {at}", output=output, modules=btls)
         text = _summary(result, err.getvalue())
         stall = stall_report(btls) if result.reason == "deadlock" else []
-        return Outcome(False, f"{text} {at}", stall, output)
+        return Outcome(False, f"{text} {at}", stall, output, btls)
 
 
 class ConservationChecked:

@@ -26,6 +26,8 @@ class Outcome:
     stall: list[str] = field(default_factory=list)
     output: str = ""
     """What the program wrote (a program's executions only), kept out of the way."""
+    modules: list = field(default_factory=list, repr=False)
+    """The run's BTL modules, for their statistics (in-process executions only)."""
 
 
 def scenario_runner(name: str, **kwargs) -> ScenarioRun:
@@ -71,7 +73,8 @@ class ScenarioRun:
                 False,
                 f"{r.failure.status} on QP {r.failure.qp_index} at "
                 f"{r.sim_time_ps / 1e6:.3f} us. {line}",
+                modules=r.modules,
             )
         if r.hung:
-            return Outcome(False, r.hung, stall_report(r.modules))
-        return Outcome(True, f"completed at {r.sim_time_ps / 1e6:.3f} us")
+            return Outcome(False, r.hung, stall_report(r.modules), modules=r.modules)
+        return Outcome(True, f"completed at {r.sim_time_ps / 1e6:.3f} us", modules=r.modules)
