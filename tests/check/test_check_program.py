@@ -43,3 +43,16 @@ def test_broken_conservation_fails_the_execution_at_the_next_progress(monkeypatc
         NominalOracle()
     )
     assert not ok and "invariant broken" in text
+
+
+def test_a_deadlocked_program_is_a_counterexample_that_says_where_ranks_wait():
+    from click.testing import CliRunner
+
+    from pyopenib.cli import main
+
+    program = str(Path(__file__).parent / "programs" / "recv_first.py")
+    r = CliRunner().invoke(main, ["check", program, "--runs", "2", "--jobs", "1"])
+    assert r.exit_code == 1, r.output
+    assert "deadlock: every rank blocked, no event pending" in r.output
+    assert "no choice point decides it" in r.output
+    assert "rank 0: blocked in MPI_Recv" in r.output

@@ -313,7 +313,7 @@ def _explain(tgt, answers, out, tracer) -> None:
     for line in credit_story(tracer.events):
         click.echo(f"  {line}")
     if out.stall:
-        click.echo("why nothing moves (the BTL's stall report):")
+        click.echo("where everything waits (each rank, then the BTL's stall report):")
         for line in out.stall:
             click.echo(f"  {line}")
 

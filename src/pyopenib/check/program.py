@@ -66,7 +66,14 @@ class ProgramRun:
         if result.exit_code == 0:
             return Outcome(True, f"exit 0 {at}", output=output, modules=btls)
         text = _summary(result, err.getvalue())
-        stall = stall_report(btls) if result.reason == "deadlock" else []
+        stall = []
+        if result.reason == "deadlock":
+            # where each rank waits (the runner's report), then the BTL's share; the
+            # clock stands at the simulated limit by then, so no time is claimed
+            stall = [x.strip() for x in err.getvalue().splitlines()
+                     if x.lstrip().startswith(("rank ", "pending request"))]  # fmt: skip
+            stall += stall_report(btls)
+            return Outcome(False, text, stall, output, btls)
         return Outcome(False, f"{text} {at}", stall, output, btls)
 
 
