@@ -30,6 +30,8 @@ from .scenario_runs import RACE_LABELS, scenario_runner
 from .verdict import EXIT_INPUT, Coverage, verdict_lines
 
 EXIT_COUNTEREXAMPLE = 1
+EXIT_INCOMPLETE = 2
+"""No failure, but the search was cut (budget): nothing is proved."""
 CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
 """Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
 
@@ -206,69 +208,81 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
         click.echo(tgt.title)
         _replay(tgt, replay, trace_out)
         return
-    tracer = Tracer()
-    nominal = RecordingOracle(NominalOracle(), tracer)
-    # a bad device or MCA value: one clear error here, not in a worker
-    first = tgt.run.execute(nominal, trace=tracer)
-    coverage = Coverage.of(nominal.answers)
-    branches = branches_of(first.modules, tracer.events)
-    del tracer
+    coverage, branches = _nominal(tgt)
     if exhaustive:
         if labels is None:  # the race's labels this device has (T3: recv_wqe; split: usable)
             label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
         coverage.require(label_set, target)
     click.echo(tgt.title)
-    total = None
-    if exhaustive and deviations <= 1:
-        total = 1 + (coverage.level_one(label_set) if deviations else 0)
-    cut_by = None
-    try:
-        with Workers(jobs, dask) as workers, Monitor(workers, time_budget, total) as monitor:
-            try:
-                if exhaustive:
-                    res = explore_exhaustive(tgt.run, label_set, deviations, max_executions,
-                                             workers=monitor)  # fmt: skip
-                    if not res.complete and res.counterexample is None:
-                        cut_by = f"--max-executions {max_executions} reached"
-                else:
-                    res = explore_random(tgt.run, runs, seed, workers=monitor)
-            except BudgetReached as stop:
-                cut_by = f"--time-budget {time_budget:g} s reached"
-                res = ExplorationResult(stop.executions, False, coverage.branching_points(
-                    label_set), None, "exhaustive" if exhaustive else "random", deviations)  # fmt: skip
-    except KeyboardInterrupt:
-        click.echo("pyopenib: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
     if exhaustive:
         click.echo("choice points of the nominal run (label, met, branching):")
         for line in coverage.table(label_set):
             click.echo(line)
-        for line in branches.lines():
-            click.echo(line)
-        if res.counterexample is None:
+    for line in branches.lines():
+        click.echo(line)
+    total = None
+    if exhaustive and deviations <= 1:
+        total = 1 + (coverage.level_one(label_set) if deviations else 0)
+    search = (
+        (lambda w: explore_exhaustive(tgt.run, label_set, deviations, max_executions, workers=w))
+        if exhaustive
+        else (lambda w: explore_random(tgt.run, runs, seed, workers=w))
+    )
+    res, stop = _explore(search, jobs, dask, time_budget, total)
+    cut_by = None
+    if stop is not None:
+        cut_by = f"--time-budget {time_budget:g} s reached"
+        mode = "exhaustive" if exhaustive else "random"
+        branching = coverage.branching_points(label_set)
+        res = ExplorationResult(stop.executions, False, branching, None, mode, deviations)
+    elif exhaustive and not res.complete and res.counterexample is None:
+        cut_by = f"--max-executions {max_executions} reached"
+    if res.counterexample is None:
+        if exhaustive:
             for line in verdict_lines(res, coverage, label_set, deviations, cut_by):
                 click.echo(line)
-            sys.exit(0 if res.complete else EXIT_INPUT)
+        else:
+            last = seed + res.executions - 1
+            cut = f" ({cut_by})" if cut_by else ""
+            click.echo(
+                f"no failure in {res.executions} seeded random runs ({seed}..{last}){cut}: "
+                "a sample of the device intervals, not a proof"
+            )
+        sys.exit(EXIT_INCOMPLETE if cut_by else 0)
+    if exhaustive:
         found = SelectiveScriptedOracle(res.counterexample.script, label_set)
         click.echo(
             f"COUNTEREXAMPLE after {res.executions} executions (breadth-first: the fewest "
             f"deviations, {len(res.counterexample.deviations)}): {res.counterexample.outcome}"
         )
     else:
-        if res.counterexample is None:
-            last = seed + res.executions - 1
-            cut = f" ({cut_by})" if cut_by else ""
-            for line in branches.lines():
-                click.echo(line)
-            click.echo(
-                f"no failure in {res.executions} seeded random runs ({seed}..{last}){cut}: "
-                "a sample of the device intervals, not a proof"
-            )
-            sys.exit(0 if cut_by is None else EXIT_INPUT)
         bad_seed = res.counterexample.script[0]
         found = RandomOracle(bad_seed)
         click.echo(f"COUNTEREXAMPLE: seed {bad_seed}: {res.counterexample.outcome}")
     _counterexample(tgt, found, trace_out)
+
+
+def _nominal(tgt):
+    """The nominal run, recorded: its per-label coverage and the protocol branches it
+    took. A bad device or MCA value fails here with one clear error, not in a worker."""
+    tracer = Tracer()
+    nominal = RecordingOracle(NominalOracle(), tracer)
+    first = tgt.run.execute(nominal, trace=tracer)
+    return Coverage.of(nominal.answers), branches_of(first.modules, tracer.events)
+
+
+def _explore(search, jobs, dask, time_budget, total):
+    """``search(workers)`` on the pool, under the time budget and the progress display:
+    (its result, None), or (None, the ``BudgetReached``) when the budget ran out."""
+    try:
+        with Workers(jobs, dask) as workers, Monitor(workers, time_budget, total) as monitor:
+            try:
+                return search(monitor), None
+            except BudgetReached as stop:
+                return None, stop
+    except KeyboardInterrupt:
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _counterexample(tgt, found, trace_out):
