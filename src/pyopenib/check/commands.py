@@ -347,6 +347,10 @@ def _replay(tgt, token: ReplayToken, trace_out) -> None:
     click.echo(f"replayed {len(token.deviations)} deviation(s) from nominal timing: {out.text}")
     for a in recorded.deviations:
         click.echo(f"  choice point #{a.position}: {a.describe()}")
+    if out.output:
+        click.echo("what the ranks wrote:")
+        for line in out.output.splitlines():
+            click.echo(f"  {line}")
     failed = None
     if not out.ok:
         _explain(tgt, recorded.answers, out, tracer)
