@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ..apps.scenario_commands import scenario_settings
+from ..apps.scenario_commands import MAX_SCENARIO_RANKS, scenario_settings
 from ..apps.scenarios import SCENARIOS
 from ..errors import PyopenibError, register_topics
 from ..options import DEVICE_NAME, REPLAY_TOKEN, SECONDS
@@ -106,7 +106,7 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
 @click.argument("target", metavar="SCENARIO|PROGRAM.py")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
-    "-n", "--np", "nprocs", type=click.IntRange(min=2, max=64), default=None,
+    "-n", "--np", "nprocs", type=click.IntRange(min=2, max=MAX_SCENARIO_RANKS), default=None,
     help="Ranks [programs: 2; scenarios: 2, incast 4].",
 )  # fmt: skip
 @click.option(
