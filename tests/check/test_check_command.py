@@ -105,3 +105,12 @@ def test_the_verdict_is_the_same_with_one_or_two_worker_processes():
     two = _invoke(*argv, "--jobs", 2)
     assert one.exit_code == two.exit_code == 0
     assert one.output == two.output
+
+
+def test_a_cut_search_says_how_far_into_level_one_it_got():
+    r = _invoke("check", "bibw", "--credits-qp", "own", "--exhaustive", "--iterations", 4,
+                "--labels", "nic.send_wqe", "--max-executions", 3, "--jobs", 1)  # fmt: skip
+    assert r.exit_code == 2, r.output
+    m = re.search(r"level 0 complete; level 1: 2 of (\d+) \(\d+%\)", r.output)
+    assert m and int(m.group(1)) > 2, r.output
+    assert "INCOMPLETE (--max-executions 3 reached)" in r.output
