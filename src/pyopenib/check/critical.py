@@ -117,6 +117,17 @@ def _field(event, name):
     return None
 
 
+def _receiver(hw_actor: str, fatal_actor: str) -> str:
+    """The BTL endpoint (``rankR->P``) on the side that had no receive buffer. The NIC
+    actor names its node (``node001/chelsio-t3/qp65``; check runs one rank per node, so
+    node N is rank N); the first ``fatal`` may be either side's (a TERMINATE fails the
+    receiver at once, RNR retries exhausted fail the sender later)."""
+    a, b = (int(x) for x in fatal_actor.removeprefix("rank").split("->"))
+    node = hw_actor.split("/", 1)[0]
+    rank = int(node.removeprefix("node")) if node.startswith("node") else a
+    return f"rank{rank}->{b if rank == a else a}"
+
+
 def credit_story(events) -> list[str]:
     """The credit message behind a TERMINATE / RNR NAK, from a trace (empty when the
     failure is of another kind or the trace lacks the events)."""
@@ -128,7 +139,7 @@ def credit_story(events) -> list[str]:
     fatal = next((e for e in events[fail:] if e[1] == "btl" and e[2] == "fatal"), None)
     if fatal is None:
         return []
-    btl_actor, qp = fatal[3], _field(fatal, "qp")
+    btl_actor, qp = _receiver(hw_actor, fatal[3]), _field(fatal, "qp")
     lines = [
         f"{kind} at {t_fail / 1e6:.3f} us on {hw_actor} ({btl_actor} qp {qp}): "
         f"{_field(events[fail], 'posted')} receive WQEs posted, "
