@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 
 from ..btl import build_job_btls, stall_report
+from ..config.mca import load_mca
 from ..mpi.runner import run_job
 from ..sim import Simulator
 from .scenario_runs import Outcome
@@ -50,11 +51,12 @@ class ProgramRun:
     def execute(self, oracle, trace=None) -> Outcome:
         """One job under ``oracle`` (``trace``: a Tracer that keeps its events)."""
         btls: list = []
-        pairs = self.mca_pairs
+        # the settings resolved in the check process, as --mca pairs: no environment here
+        mca = load_mca(cli_pairs=self.mca_pairs)
         devices = self.devices
 
         def make_btls(sim, nprocs):
-            btls.extend(build_job_btls(sim, nprocs, devices, pairs, check_invariants=True))
+            btls.extend(build_job_btls(sim, nprocs, devices, mca=mca, check_invariants=True))
             return [ConservationChecked(btl, btls) for btl in btls]
 
         out, err = io.StringIO(), io.StringIO()
