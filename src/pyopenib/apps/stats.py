@@ -65,8 +65,8 @@ def job_stats(btls) -> list[QpStats]:
                 credit_msgs=m.credit_msgs_on[q],
                 piggybacked=sum(ep.piggybacked[q] for ep in eps),
                 completions=m.send_completions[q], unsignaled=m.unsignaled_sends[q],
-                rnr_naks=sum(h.rnr_naks_received for h in hw),
-                retransmissions=sum(h.retransmissions for h in hw),
+                rnr_naks=sum(h.req.rnr_naks_received for h in hw),
+                retransmissions=sum(h.req.retransmissions for h in hw),
             ))  # fmt: skip
     return rows
 
