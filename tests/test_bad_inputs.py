@@ -547,6 +547,23 @@ CASES = [
         "check-mca-bad", [*CHECK, "--mca", "btl_openib_credits_qp", "x"], 1, "btl_openib_credits_qp"
     ),
     case("check-dask-missing-module", [*CHECK, "--dask", "local"], 1, "dask"),
+    case("check-np-1", [*CHECK, "-n", "1"], 2, "'-n'"),
+    case("check-time-budget-nan", [*CHECK, "--time-budget", "nan"], 2, "--time-budget"),
+    case("check-replay-garbage", [*CHECK, "--replay", "xyz"], 2, "not a pyopenib replay token"),
+    case("check-target-unknown", ["check", "nosuch"], 2, "neither a scenario"),
+    case(
+        "check-labels-typo",
+        [*CHECK, "--exhaustive", "--labels", "nic.recv_wqe,nic.recvwqe"],
+        2,
+        "labelled nic.recvwqe",
+    ),
+    case("scenario-replay-garbage", [*SCEN, "--replay", "pyoib1.@@"], 2, "replay token"),
+    case(
+        "run-replay-garbage",
+        ["run", "-n", "2", "--replay", "pyoib1.", "{tmp}/ok.py"],
+        2,
+        "replay token",
+    ),
     case("perftest-tx-depth-0", [*PERF, "-t", "0"], 2, "--tx-depth"),
     case("perftest-size-0", [*PERF[:4], "-s", "0"], 1, "--size 0"),
     case("perftest-size-huge", [*PERF[:4], "--size", "99999999999999999999"], 1, "--size"),

@@ -19,7 +19,7 @@ from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
-from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
+from ..options import CPU_SCALE, DEVICE_NAME, REPLAY_TOKEN, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
@@ -128,6 +128,14 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     help="Randomise choice points with this seed.",
 )
 @click.option(
+    "--replay",
+    "token",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Replay the execution of a `pyopenib check` counterexample (its token).",
+)
+@click.option(
     "--trace",
     "trace_path",
     default=None,
@@ -159,6 +167,7 @@ def run(
     ppn,
     mca,
     seed,
+    token,
     trace_path,
     tag_output,
     timeout,
@@ -188,6 +197,13 @@ def run(
     make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
     tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
+    if token is not None:
+        if seed is not None:
+            raise click.UsageError("--replay gives the timing; --seed would replace it")
+        if ppn != 1:
+            raise click.UsageError("--replay: `pyopenib check` runs one rank per node; drop --ppn")
+        per_rank = [chosen] * nprocs if isinstance(chosen, str) else chosen
+        sim.oracle = token.program_oracle(program, nprocs, per_rank, ctx.explicit_pairs(), args)
     try:
         with _wall_clock_limit(wall_timeout):
             result = run_job(

@@ -13,7 +13,7 @@ from ..btl import stall_report
 from ..config.limits import check_job_memory
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
-from ..options import DEVICE_NAME
+from ..options import DEVICE_NAME, REPLAY_TOKEN
 from ..outputs import (
     EXIT_INTERRUPTED,
     TRACE_SUFFIXES,
@@ -186,11 +186,31 @@ def race_excerpt(result, before: int = 8) -> list[str]:
 @click.option(
     "--iterations", type=click.IntRange(min=1), default=None, help="Fragments per sending rank."
 )
+@click.option(
+    "--replay",
+    "token",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Replay the execution of a `pyopenib check` counterexample (its token).",
+)
 def scenario(
-    name, device, peer_device, credits_qp, mca, seed, random_timing, trace_file, nprocs, iterations
+    name,
+    device,
+    peer_device,
+    credits_qp,
+    mca,
+    seed,
+    random_timing,
+    trace_file,
+    nprocs,
+    iterations,
+    token,
 ):
     """Run a built-in BTL workload between simulated processes and summarise it."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
+    if token is not None and random_timing:
+        raise click.UsageError("--replay gives the timing; --random-timing would replace it")
     ctx = scenario_settings(
         mca,
         credits_qp,
@@ -199,6 +219,11 @@ def scenario(
         DEFAULT_QUEUES,
         nprocs or (4 if name == "incast" else 2),
     )
+    oracle = None
+    if token is not None:
+        ranks = nprocs or (4 if name == "incast" else 2)
+        devices = [device] + [peer_device or device] * (ranks - 1)
+        oracle = token.scenario_oracle(name, devices, ctx.explicit_pairs(), iterations, ranks)
     console = Console()
     tracer = Tracer()
     result = traced_run(
@@ -213,6 +238,7 @@ def scenario(
         trace=tracer,
         nprocs=nprocs,
         iterations=iterations,
+        oracle=oracle,
     )
     policy = ctx.get("btl_openib_credits_qp")
     _summary(result, console, f"{name} on {device} (credits_qp {policy})")
