@@ -34,7 +34,7 @@ from ..btl.interface import TransportError
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context, package, threads
+from . import context, package, sockets, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
 from .isolation import ModuleSpace, RankModules
@@ -415,6 +415,7 @@ def run_job(
             _Installed(path, argv, out, err),
             ModuleSpace() as space,
             package.Installed() as mpi4py,
+            sockets.Cooperative(),
         ):
             support = threads.ThreadSupport(mpi4py.rc)
             threads.activate(support)
