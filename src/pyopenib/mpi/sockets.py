@@ -14,8 +14,9 @@ Deterministic for sockets between ranks: both ends live in this process, so what
 rank did (a loopback ``connect``, a ``send``) is in the kernel before another rank runs,
 and a retry sees it at a simulated instant the schedule alone decides. A socket with a
 timeout, or a call from outside a rank (the launcher, a program's thread), is left to
-the system call as it is. A rank that waits for something that never comes waits as a
-real process would: ``--timeout`` reports it.
+the system call as it is. A rank that waits when nothing else is pending in the
+simulation waits for ever, as a real process would, and the runner reports the deadlock
+(a peer outside the simulation is not waited for).
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ __all__ = ["Cooperative"]
 
 _IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK, errno.EAGAIN})
 _BLOCKING_CALLS = ("accept", "recv", "recv_into", "recvfrom", "recvfrom_into", "send")
+
+
+def _wait(rc) -> None:
+    """Let the other ranks run before the next try; when nothing else is pending in the
+    simulation no rank can ever unblock this one: it stays blocked, and the job ends
+    with the runner's deadlock report naming the call."""
+    if rc.sim.peek() is None:
+        rc.sim.suspend()
+    rc.sim.sleep(POLL_PS)
 
 
 def _waiting(call_name: str, original):
@@ -49,7 +59,7 @@ def _waiting(call_name: str, original):
                     return original(sock, *args, **kwargs)
                 except (BlockingIOError, InterruptedError):
                     rc.blocked_in = outer or label
-                    rc.sim.sleep(POLL_PS)
+                    _wait(rc)
         finally:
             rc.blocked_in = outer
             if sock.fileno() >= 0:
@@ -71,7 +81,7 @@ def _connect(original):
             err = sock.connect_ex(address)
             while err in _IN_PROGRESS:
                 rc.blocked_in = outer or "socket.connect (a blocking system call)"
-                rc.sim.sleep(POLL_PS)
+                _wait(rc)
                 err = sock.connect_ex(address)
             if err not in (0, errno.EISCONN):
                 raise OSError(err, os.strerror(err))
