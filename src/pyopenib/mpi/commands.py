@@ -178,8 +178,8 @@ def run(
     settings = check_job_devices(ctx, models, PML_LARGEST_HEADER, "the PML's largest header")
     check_job_memory(ctx, settings, nprocs, RANK_BYTES)
     make_btls = openib_btls(chosen, mca, ppn, mca=ctx)
-    kept: list = []
-    make_btls = _keeping(make_btls, kept)  # --stats and a deadlock's BTL report read them
+    btls: list = []
+    make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
     tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
     try:
@@ -194,7 +194,7 @@ def run(
                 tag_output=tag_output,
                 timeout=timeout,
                 cpu_scale=cpu_scale,
-                add_btls=_add_processes,
+                add_btls=_adding(btls),
             )
     except SyntaxError as exc:
         # Python's own report (file, line, caret), without the launcher's frames
@@ -213,7 +213,6 @@ def run(
             write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
         click.echo("pyopenib: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    btls = kept[0] if kept else []  # the job's BTLs, spawned processes' included
     if result.reason == "deadlock":
         from ..btl import stall_report  # as openib_btls: the BTL is imported when used
 
@@ -252,20 +251,26 @@ def _wall_clock_limit(seconds: float | None):
 
 
 def _keeping(make_btls, kept: list):
-    """``make_btls`` that also keeps the list of modules it builds (for ``--stats``; the
-    list grows with the processes a spawn adds)."""
+    """``make_btls`` that also keeps the modules it builds (for ``--stats``)."""
 
     def make(sim, nprocs):
         btls = make_btls(sim, nprocs)
-        kept.append(btls)
+        kept.extend(btls)
         return btls
 
     return make
 
 
-def _add_processes(btls, count: int) -> list:
-    """``run_job``'s ``add_btls``: the openib job's BTLs (``JobBtls``) grow by ``count``."""
-    return btls.add_processes(count)
+def _adding(kept: list):
+    """``run_job``'s ``add_btls`` for the openib job (``JobBtls``): the modules of the
+    processes a spawn adds, kept with the others (``--stats`` shows them too)."""
+
+    def add(btls, count: int) -> list:
+        added = btls.add_processes(count)
+        kept.extend(added)
+        return added
+
+    return add
 
 
 def _print_stats(btls, sim_time_ps: int) -> None:
