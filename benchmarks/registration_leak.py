@@ -39,9 +39,9 @@ for i in range({pairs}):
 
 
 def measure(messages: int):
-    from pyopenib.btl import registration_rows
+    from pyopenib.apps.run_command import openib_btls
+    from pyopenib.apps.stats import registration_rows
     from pyopenib.mpi import run_job
-    from pyopenib.mpi.commands import openib_btls
 
     kept = []
     make = openib_btls(DEVICE, [], 1)

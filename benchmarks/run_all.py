@@ -14,6 +14,7 @@ BENCHMARKS = [
     "kernel",
     "policy_cost",
     "mpi_pingpong",
+    "smpi_ratio",
     "alltoall",
     "registration_leak",
     "ctrl_c_faults",

@@ -733,7 +733,7 @@ def test_with_debug_a_refusal_is_raised_with_its_traceback(workdir):
 
 
 def test_an_unexpected_error_is_one_line_that_says_it_is_a_bug(workdir, monkeypatch):
-    import pyopenib.config.commands as config_commands
+    import pyopenib.apps.config_commands as config_commands
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")

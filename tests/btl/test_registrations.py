@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from pyopenib.btl import registration_rows
+from pyopenib.apps.run_command import openib_btls
+from pyopenib.apps.stats import registration_rows
 from pyopenib.mpi import run_job
-from pyopenib.mpi.commands import openib_btls
 
 _PROGRAM = """
 import numpy as np

@@ -18,7 +18,7 @@ import numpy as np
 from .module import OpenibModule
 from .sm import SmModule
 
-__all__ = ["Bml"]
+__all__ = ["Bml", "openib_module"]
 
 
 class Bml:
@@ -108,3 +108,14 @@ class Bml:
 
 def _refuse(peer, tag, payload, high_priority) -> bool:
     return False
+
+
+def openib_module(btl) -> OpenibModule | None:
+    """The openib module of a rank's BTL (the module itself, or the one its BML routes
+    to), or None when the rank reaches its peers through shared memory only: what the
+    stall report and the per-QP statistics read."""
+    if isinstance(btl, OpenibModule):
+        return btl
+    if isinstance(btl, Bml) and btl.uses_openib:
+        return btl.openib
+    return None

@@ -21,7 +21,17 @@ import numpy as np
 from greenlet import getcurrent
 
 from ..config import qp_inline_sizes
-from ..verbs import Access, RecvWR, SendFlags, SendWR, Sge, WcOpcode, WcStatus, WrOpcode
+from ..verbs import (
+    Access,
+    AsyncEventType,
+    RecvWR,
+    SendFlags,
+    SendWR,
+    Sge,
+    WcOpcode,
+    WcStatus,
+    WrOpcode,
+)
 from .connect import ConnectionSetup
 from .credits import CreditFlow
 from .eager_channels import EagerRdmaChannels
@@ -535,20 +545,21 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self._fail(ep, wc.qp_num, wc.status.name, f"work completion status {wc.status.name}")
 
     def _on_async(self, event) -> None:
-        if event.event_type.name == "SRQ_LIMIT_REACHED":
+        kind = event.event_type
+        if kind is AsyncEventType.SRQ_LIMIT_REACHED:
             q = self._srq_index.get(event.qp_num)
             if q is not None:
                 self._srq_limit_reached(q)
             return
-        if self._fatal is None and event.event_type.name in ("QP_FATAL", "CQ_ERR"):
+        if self._fatal is None and kind in (AsyncEventType.QP_FATAL, AsyncEventType.CQ_ERR):
             owned = self._ep_by_qpn.get(event.qp_num)
-            if owned is None and event.event_type.name == "QP_FATAL":
+            if owned is None and kind is AsyncEventType.QP_FATAL:
                 # not a live QP of this module: a neighbour process's on the shared NIC,
                 # or one this module retired itself; neither is this process's failure
                 # (a CQ_ERR is always ours: the CQ is this module's)
                 return
             ep = owned[0] if owned is not None else None
-            self._fail(ep, event.qp_num, event.event_type.name, event.reason)
+            self._fail(ep, event.qp_num, kind.name, event.reason)
         self._wake()
 
     def _fail(self, ep, qp_num: int, status: str, detail: str) -> None:

@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from ..btl.commands import scenario_settings
-from ..btl.scenarios import SCENARIOS
+from ..apps.scenario_commands import scenario_settings
+from ..apps.scenarios import SCENARIOS
 from ..options import DEVICE_NAME
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..report import write_trace

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..btl.scenarios import run_scenario
+from ..apps.scenarios import run_scenario
 from ..errors import PyopenibError
 
 __all__ = ["RACE_LABELS", "ScenarioRun", "scenario_runner"]

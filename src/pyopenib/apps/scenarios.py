@@ -17,10 +17,9 @@ import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..btl import TransportError, build_job_btls
 from ..errors import PyopenibError, register_topics
 from ..sim import NominalOracle, RandomOracle, Simulator, Tracer
-from .cluster import build_job_btls
-from .interface import TransportError
 
 __all__ = ["SCENARIOS", "ScenarioResult", "run_scenario"]
 
@@ -297,7 +296,7 @@ def run_scenario(
             ep.piggybacked[q] for b in btls for ep in b.endpoints.values()
         )
     result.rnr_naks = sum(
-        qp.hw.rnr_naks_received for b in btls for ep in b.endpoints.values() for qp in ep.qps if qp
+        qp.hw.req.rnr_naks_received for b in btls for ep in b.endpoints.values() for qp in ep.qps if qp
     )
     result.delivered = checker.delivered
     return result

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..config.commands import check_job_devices, job_settings
+from ..btl import stall_report
 from ..config.limits import check_job_memory
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
@@ -24,7 +24,7 @@ from ..outputs import (
 )
 from ..report import write_trace
 from ..sim import Tracer
-from .credits import stall_report
+from .job_settings import check_job_devices, job_settings
 from .scenarios import DEFAULT_QUEUES, SCENARIOS, run_scenario
 
 EXIT_HUNG = 2

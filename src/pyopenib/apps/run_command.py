@@ -14,16 +14,16 @@ from contextlib import contextmanager
 
 import click
 
-from ..config.commands import check_job_devices, job_settings
 from ..config.limits import check_job_memory
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
+from ..mpi.runner import EXIT_TIMEOUT, run_job
 from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
 from ..sim import Tracer, make_simulator
-from .runner import EXIT_TIMEOUT, run_job
+from .job_settings import check_job_devices, job_settings
 
 __all__ = ["openib_btls", "parse_devices", "run"]
 
@@ -276,7 +276,7 @@ def _adding(kept: list):
 def _print_stats(btls, sim_time_ps: int) -> None:
     from rich.console import Console
 
-    from ..btl import job_stats, registration_rows, registrations_table, stats_table
+    from .stats import job_stats, registration_rows, registrations_table, stats_table
 
     title = f"openib per rank and QP (job ended at {sim_time_ps / 1e6:,.3f} us simulated)"
     console = Console(stderr=True, width=160)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
+from ..btl import openib_module
+
 __all__ = [
     "QpStats",
     "RankRegistrations",
@@ -47,18 +49,11 @@ class QpStats:
     retransmissions: int
 
 
-def _openib(btl):
-    """The openib module of a rank: the module itself, or the BML's (None: sm only)."""
-    if hasattr(btl, "frags_sent"):
-        return btl
-    return btl.openib if getattr(btl, "uses_openib", False) else None
-
-
 def job_stats(btls) -> list[QpStats]:
     """One row per rank and QP index, in rank order (ranks with no openib peer: none)."""
     rows = []
     for btl in btls:
-        m = _openib(btl)
+        m = openib_module(btl)
         if m is None:
             continue
         for q, spec in enumerate(m.queues):
@@ -70,8 +65,8 @@ def job_stats(btls) -> list[QpStats]:
                 credit_msgs=m.credit_msgs_on[q],
                 piggybacked=sum(ep.piggybacked[q] for ep in eps),
                 completions=m.send_completions[q], unsignaled=m.unsignaled_sends[q],
-                rnr_naks=sum(h.rnr_naks_received for h in hw),
-                retransmissions=sum(h.retransmissions for h in hw),
+                rnr_naks=sum(h.req.rnr_naks_received for h in hw),
+                retransmissions=sum(h.req.retransmissions for h in hw),
             ))  # fmt: skip
     return rows
 
@@ -120,7 +115,7 @@ class RankRegistrations:
 def registration_rows(btls) -> list[RankRegistrations]:
     rows = []
     for btl in btls:
-        m = _openib(btl)
+        m = openib_module(btl)
         if m is None:
             continue
         r = m.registrations
