@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from pyopenib.mpi import run_job
 from pyopenib.apps.run_command import openib_btls
+from pyopenib.mpi import run_job
 
 from .loopback_btl import make_loopback_btls
 from .test_mpi_differential import PROGRAMS, _our_output, _real_output
