@@ -67,7 +67,8 @@ class Program:
     """One process's program: ``kind`` is ``file`` (``target`` a path), ``code`` (``-c``:
     ``target`` the source) or ``module`` (``-m``: ``target`` a module name); ``args``
     the arguments after it. ``path`` is the file the code comes from (``<string>`` for
-    ``-c``) once loaded; ``argv`` what ``sys.argv`` is in the process."""
+    ``-c``; a module's file once it is found); ``argv`` what ``sys.argv`` is in the
+    process (for ``-m``, the module's file replaces ``-m`` once found, as in Python)."""
 
     kind: str
     target: str
@@ -75,6 +76,9 @@ class Program:
     interpreter: str = sys.executable
     code: object = None
     """The compiled program, once loaded (the launched job's is compiled up front)."""
+    spec: object = None
+    """A ``-m`` module's spec, once found (in the process that runs it, which imports its
+    parent packages)."""
 
     @classmethod
     def script(cls, path: str, args=()) -> Program:
@@ -86,12 +90,13 @@ class Program:
             return self.target
         if self.kind == "code":
             return "<string>"
-        spec = self._module_spec()
-        return spec.origin if spec is not None and spec.origin else self.target
+        return self.spec.origin if self.spec is not None else self.target
 
     @property
     def argv(self) -> list[str]:
-        first = {"file": self.target, "code": "-c"}.get(self.kind) or self.path
+        first = {"file": self.target, "code": "-c"}.get(self.kind)
+        if first is None:
+            first = self.spec.origin if self.spec is not None else "-m"
         return [first, *self.args]
 
     @property
@@ -112,9 +117,13 @@ class Program:
         if self.kind == "code":
             return self._compile(self.target, "<string>")
         if self.kind == "module":
-            spec = self._module_spec()
-            if spec is None or spec.loader is None or not hasattr(spec.loader, "get_code"):
+            try:
+                spec = importlib.util.find_spec(self.target)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None or spec.origin is None or not hasattr(spec.loader, "get_code"):
                 raise ProgramFailed(f"{self.interpreter}: No module named {self.target}", 1)
+            self.spec = spec
             return spec.loader.get_code(self.target)
         try:
             with open(self.target, encoding="utf-8") as f:
@@ -125,23 +134,18 @@ class Program:
             ) from None
         return self._compile(source, self.target)
 
-    def prepare(self, main) -> None:
-        """Give the process's ``__main__`` what Python gives it for this kind of program."""
+    def prepare(self, main, argv: list[str]) -> None:
+        """Give the process's loaded program the ``__main__`` and ``sys.argv`` (``argv``,
+        changed in place) Python gives it."""
         if self.kind == "code":
             for name in ("__file__", "__loader__"):
                 main.__dict__.pop(name, None)
         elif self.kind == "module":
-            spec = self._module_spec()
-            main.__spec__ = spec
-            main.__file__ = spec.origin
-            main.__loader__ = spec.loader
-            main.__package__ = spec.parent
-
-    def _module_spec(self):
-        try:
-            return importlib.util.find_spec(self.target)
-        except (ImportError, ValueError):
-            return None
+            main.__spec__ = self.spec
+            main.__file__ = self.spec.origin
+            main.__loader__ = self.spec.loader
+            main.__package__ = self.spec.parent
+            argv[0] = self.spec.origin
 
     @staticmethod
     def _compile(source: str, filename: str):

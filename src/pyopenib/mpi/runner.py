@@ -5,7 +5,16 @@ own copies of the program's modules (``isolation``). For the job's duration ``mp
 its submodules are pyopenib's (``package``), ``sys.stdout`` and ``sys.stderr`` forward
 per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the program's directory leads
 ``sys.path``; all are restored afterwards. Only the simulator's thread may call MPI
-(``threads``: the job provides ``MPI_THREAD_FUNNELED``).
+(``threads``: the job provides ``MPI_THREAD_FUNNELED``). A rank's blocking socket call
+waits in simulated time (``sockets``).
+
+``MPI_Comm_spawn`` adds a job to the run (``_Job.spawn``): its ranks get the next process
+indices, BTL modules from ``add_btls`` (each on a node of its own, on the same fabric),
+their own ``MPI_COMM_WORLD``, program (``launch.Program``) and ``sys.argv``; the
+spawned script's directory joins ``sys.path`` (after the others: the path is the
+interpreter's). Spawned ranks are ranks like the others for everything below: output
+(tagged ``[jobid,rank]``), traces, ``--stats``, and the end of the run, which waits for
+every rank of every job and ends with the first failure or abort of any of them.
 
 A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
 * every rank returned: exit 0 (a rank that finished keeps serving its peers' protocol
@@ -194,6 +203,9 @@ class _Job:
             btls = self.add_btls(self.btls, len(launches))
         except PyopenibError as exc:
             raise SpawnRefused(f"{_RULE}\n{exc}\n{_RULE}") from None
+        for directory in dict.fromkeys(program.directory for program, _ in launches):
+            if directory not in sys.path:  # a spawned script's imports of its neighbours
+                sys.path.append(directory)
         hostnames = [btl.hostname for btl in btls]
         return self.start(launches, btls, hostnames, on_start)
 
@@ -207,7 +219,7 @@ class _Job:
         try:
             try:
                 code = ctx.program.load()
-                ctx.program.prepare(ctx.modules.main)
+                ctx.program.prepare(ctx.modules.main, sys.argv)
                 if ctx.on_start is not None:
                     ctx.on_start(ctx)
                 exec(code, ctx.modules.main.__dict__)
