@@ -216,6 +216,7 @@ def run(
                 tag_output=tag_output,
                 timeout=timeout,
                 cpu_scale=cpu_scale,
+                add_btls=_adding(btls),
             )
     except SyntaxError as exc:
         # Python's own report (file, line, caret), without the launcher's frames
@@ -281,6 +282,18 @@ def _keeping(make_btls, kept: list):
         return btls
 
     return make
+
+
+def _adding(kept: list):
+    """``run_job``'s ``add_btls`` for the openib job (``JobBtls``): the modules of the
+    processes a spawn adds, kept with the others (``--stats`` shows them too)."""
+
+    def add(btls, count: int) -> list:
+        added = btls.add_processes(count)
+        kept.extend(added)
+        return added
+
+    return add
 
 
 def _print_stats(btls, sim_time_ps: int, tables: bool, grdma_lines: bool) -> None:
