@@ -14,9 +14,12 @@ from ..options import DEVICE_NAME
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..report import write_trace
 from ..sim import NominalOracle, RandomOracle, Tracer
+from ..sim.ties import TIE_LABEL
 from ..workers import Workers
 from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
 from .scenario_runs import RACE_LABELS, scenario_runner
+from .search import explore
+from .timing import Timing
 
 EXIT_COUNTEREXAMPLE = 1
 CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
@@ -87,6 +90,14 @@ def _shrink_iterations(passes, iterations: int) -> int:
     show_default=True,
     help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one).",
 )
+@click.option(
+    "--timing",
+    type=click.Choice([t.value for t in Timing]),
+    default=None,
+    help="Exhaustive: the timing space (nominal: same-instant ties only; bounds: durations "
+    "over the device intervals, cut where an order changes; untimed: hardware durations "
+    "free, only the hardware's ordering rules hold). Ties are choice points in every mode.",
+)
 @click.option("--max-executions", type=click.IntRange(min=1), default=20_000, show_default=True)
 @click.option(
     "--runs",
@@ -131,6 +142,7 @@ def check(
     exhaustive,
     deviations,
     labels,
+    timing,
     max_executions,
     runs,
     seed,
@@ -164,6 +176,8 @@ def check(
         )
     policy = ctx.get("btl_openib_credits_qp")
     click.echo(f"{name} on {device}, credits_qp {policy}, {iterations} fragments per rank")
+    if exhaustive and timing is not None:
+        _search(run, Timing(timing), deviations, label_set, max_executions, jobs, dask)
     try:
         with Workers(jobs, dask) as workers:
             if exhaustive:
@@ -233,6 +247,41 @@ def check(
         scenario_runner(name, iterations=smallest, trace=tracer, **common)(RandomOracle(bad_seed))
         failed = _write(trace_out, tracer)
     sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
+
+
+def _search(run, timing, bound, label_set, max_executions, jobs, dask):
+    """``--timing``: the search of ``check/search.py`` (ties always branch; the default
+    labels become every label, since a timing mode names its own space)."""
+    if label_set is not None and label_set != RACE_LABELS:
+        label_set = label_set | {TIE_LABEL}
+    else:
+        label_set = None
+    try:
+        with Workers(jobs, dask) as workers:
+            res = explore(run, timing, bound, label_set, max_executions, workers=workers)
+    except KeyboardInterrupt:
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    met = ", ".join(f"{k} {v}" for k, v in sorted(res.labels_met.items()))
+    click.echo(
+        f"timing {timing.value}, at most {bound} deviation(s): {res.executions} executions, "
+        f"{res.classes} equivalence classes; {res.choice_points} branching choice points in "
+        f"the nominal run ({met}); {res.pruned} tie alternatives pruned as commuting"
+    )
+    if res.levels_complete >= 0:
+        click.echo(f"levels 0..{res.levels_complete} complete")
+    if res.violation is None:
+        verdict = "every" if res.complete else "NOT every (budget reached)"
+        click.echo(f"no failure: {verdict} execution within the bound was explored")
+        sys.exit(0 if res.complete else 2)
+    v = res.violation
+    click.echo(f"COUNTEREXAMPLE (level {v.level}): {v.outcome}")
+    for i, label, option, value in v.deviations:
+        what = "order option" if value is None else f"{value / 1000:.3f} ns, option"
+        click.echo(f"  choice #{i} {label}: {what} {option}")
+    if not v.deviations:
+        click.echo(f"  (with {timing.value} timing's first execution: no deviation needed)")
+    sys.exit(EXIT_COUNTEREXAMPLE)
 
 
 def _write(trace_out, tracer):
