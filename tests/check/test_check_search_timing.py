@@ -90,3 +90,8 @@ def test_check_timing_bounds_level_0_proves_own_and_counts_ties():
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "levels 0..0 complete" in r.output and "sim.tie" in r.output
+
+
+def test_check_timing_without_exhaustive_is_refused():
+    r = CliRunner().invoke(main, ["check", "bibw", "--timing", "untimed"])
+    assert r.exit_code == 2 and "--exhaustive" in r.output

@@ -154,6 +154,8 @@ def check(
 
     Unless btl_openib_receive_queues is given, scenarios here use small per-peer queues
     (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
+    if timing is not None and not exhaustive:
+        raise click.UsageError("--timing names the space of an exhaustive search: add --exhaustive")
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
     label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
     if label_set is not None and not label_set:
