@@ -296,7 +296,11 @@ def run_scenario(
             ep.piggybacked[q] for b in btls for ep in b.endpoints.values()
         )
     result.rnr_naks = sum(
-        qp.hw.req.rnr_naks_received for b in btls for ep in b.endpoints.values() for qp in ep.qps if qp
+        qp.hw.req.rnr_naks_received
+        for b in btls
+        for ep in b.endpoints.values()
+        for qp in ep.qps
+        if qp
     )
     result.delivered = checker.delivered
     return result
