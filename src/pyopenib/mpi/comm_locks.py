@@ -1,7 +1,9 @@
 """mpi4py's communicator locks (``MPI._comm_lock``/``_comm_lock_table``): one
 ``threading.Lock`` per (communicator, key), created on first use, so that the threads of
 a rank that share a communicator do not interleave the messages of one object (pkl5
-takes the "send"/"recv" locks, mpi4py's object collectives one per collective)."""
+takes the "send"/"recv" locks; the object collectives ``bcast``, ``gather``, ``scatter``,
+``allgather``, ``alltoall``, ``neighbor_allgather`` and ``neighbor_alltoall`` hold the
+lock named after themselves while their messages move, as mpi4py's ``PyMPI_Lock``)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from .coll_comms import CommState, comm_object, new_cid
 from .coll_engine import Channel, run
 from .coll_methods import _blocks, _send_message, _store_blocks, dumps, loads
 from .comm import Intracomm
+from .comm_locks import comm_lock
 from .errors import ERROR_CLASSES, Exception
 from .status import PROC_NULL
 
@@ -507,9 +508,10 @@ class Topocomm(Intracomm):
         sends, recvs = topo.exchange_plan(st.rank)
         indeg, outdeg = topo.degrees(st.rank)
         data = dumps(sendobj)
-        ch = Channel.of(st, "neighbor_allgather")
-        got = run(ch, neighbor_exchange(ch, sends, recvs, [data] * outdeg))
-        return [loads(got[i]) if i in got else None for i in range(indeg)]
+        with comm_lock(self, "neighbor_allgather"):
+            ch = Channel.of(st, "neighbor_allgather")
+            got = run(ch, neighbor_exchange(ch, sends, recvs, [data] * outdeg))
+            return [loads(got[i]) if i in got else None for i in range(indeg)]
 
     def neighbor_alltoall(self, sendobj) -> list:
         """Exchange a Python object with every neighbour."""
@@ -519,9 +521,10 @@ class Topocomm(Intracomm):
         indeg, outdeg = topo.degrees(st.rank)
         if len(sendobj) != outdeg:
             raise ValueError(f"expecting {outdeg} items, got {len(sendobj)}")
-        ch = Channel.of(st, "neighbor_alltoall")
-        got = run(ch, neighbor_exchange(ch, sends, recvs, [dumps(o) for o in sendobj]))
-        return [loads(got[i]) if i in got else None for i in range(indeg)]
+        with comm_lock(self, "neighbor_alltoall"):
+            ch = Channel.of(st, "neighbor_alltoall")
+            got = run(ch, neighbor_exchange(ch, sends, recvs, [dumps(o) for o in sendobj]))
+            return [loads(got[i]) if i in got else None for i in range(indeg)]
 
 
 def neighbor_exchange(ch, sends, recvs, blocks):
