@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 
 
 def test_bibw_on_chelsio_t3_with_smallest_policy_is_terminated_on_the_large_qp():

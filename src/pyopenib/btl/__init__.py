@@ -7,13 +7,12 @@ that routes each peer to one of them when several processes share a node.
 The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
-from .bml import Bml
-from .cluster import OobChannel, build_job_btls
+from .bml import Bml, openib_module
+from .cluster import JobBtls, OobChannel, build_job_btls
 from .credits import stall_report
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
-from .stats import QpStats, job_stats, registration_rows, registrations_table, stats_table
 
 __all__ = [
     "BtlModule",
@@ -24,12 +23,9 @@ __all__ = [
     "SmModule",
     "SmNode",
     "Bml",
+    "JobBtls",
+    "openib_module",
     "OobChannel",
     "build_job_btls",
-    "QpStats",
-    "job_stats",
-    "registration_rows",
-    "registrations_table",
-    "stats_table",
     "stall_report",
 ]

@@ -38,11 +38,11 @@ def stall_report(btls) -> list[str]:
     """Each rank's ``describe_stall``, in rank order, for a job that stopped with every
     rank blocked: where the BTL's fragments wait and why no credit moves (ranks that
     reach their peers only through shared memory have nothing to say)."""
-    from .stats import _openib
+    from .bml import openib_module
 
     lines = []
     for btl in btls:
-        module = _openib(btl)
+        module = openib_module(btl)
         if module is not None:
             lines.extend(module.describe_stall())
     return lines

@@ -21,7 +21,17 @@ import numpy as np
 from greenlet import getcurrent
 
 from ..config import qp_inline_sizes
-from ..verbs import Access, RecvWR, SendFlags, SendWR, Sge, WcOpcode, WcStatus, WrOpcode
+from ..verbs import (
+    Access,
+    AsyncEventType,
+    RecvWR,
+    SendFlags,
+    SendWR,
+    Sge,
+    WcOpcode,
+    WcStatus,
+    WrOpcode,
+)
 from .connect import ConnectionSetup
 from .credits import CreditFlow
 from .eager_channels import EagerRdmaChannels
@@ -50,6 +60,7 @@ from .frag import (
 )
 from .interface import TransportError
 from .invariants import InvariantChecks
+from .rcache import RegisteredMemory, RegistrationCache
 from .registrations import RegistrationCounts
 from .report import failure_report
 
@@ -61,18 +72,6 @@ _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 _RKEY_BITS = 24
 _SIGNALED = SendFlags.SIGNALED
 _SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
-
-
-class RegisteredMemory:
-    """A registration as the PML sees it. ``key`` packs the region's address and rkey —
-    the two facts Open MPI's PML ships to the peer for RDMA."""
-
-    __slots__ = ("buffer", "key", "mr")
-
-    def __init__(self, mr):
-        self.mr = mr
-        self.buffer = mr.buffer
-        self.key = (mr.addr << _RKEY_BITS) | mr.rkey
 
 
 class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChecks):
@@ -148,6 +147,8 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         )
         # statistics
         self.registrations = RegistrationCounts()
+        self.rcache = RegistrationCache(self.pd, _ACCESS_ALL, self.registrations,
+                                        settings.leave_pinned)  # fmt: skip
         self.frags_sent = [0] * len(self.queues)
         self.bytes_sent = [0] * len(self.queues)
         self.eager_sent = [0] * len(self.queues)  # of frags_sent: through an eager-RDMA ring
@@ -229,12 +230,14 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         return frag
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
-        self.registrations.record_register(buffer.nbytes)
-        return RegisteredMemory(self.pd.reg_mr(buffer, _ACCESS_ALL))
+        """Through the device's registration cache, as Open MPI's
+        ``mca_btl_openib_register_mem`` (a hit, or ``ibv_reg_mr``)."""
+        return self.rcache.register(buffer)
 
     def deregister_memory(self, handle: RegisteredMemory) -> None:
-        handle.mr.dereg()
-        self.registrations.record_deregister(handle.buffer.nbytes)
+        """Release one use: ``ibv_dereg_mr`` at once, or (``mpi_leave_pinned``) kept
+        pinned for the next transfer of the same memory."""
+        self.rcache.release(handle)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._rdma(WrOpcode.RDMA_WRITE, peer, local, local_offset, remote_key, remote_offset,
@@ -535,20 +538,21 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self._fail(ep, wc.qp_num, wc.status.name, f"work completion status {wc.status.name}")
 
     def _on_async(self, event) -> None:
-        if event.event_type.name == "SRQ_LIMIT_REACHED":
+        kind = event.event_type
+        if kind is AsyncEventType.SRQ_LIMIT_REACHED:
             q = self._srq_index.get(event.qp_num)
             if q is not None:
                 self._srq_limit_reached(q)
             return
-        if self._fatal is None and event.event_type.name in ("QP_FATAL", "CQ_ERR"):
+        if self._fatal is None and kind in (AsyncEventType.QP_FATAL, AsyncEventType.CQ_ERR):
             owned = self._ep_by_qpn.get(event.qp_num)
-            if owned is None and event.event_type.name == "QP_FATAL":
+            if owned is None and kind is AsyncEventType.QP_FATAL:
                 # not a live QP of this module: a neighbour process's on the shared NIC,
                 # or one this module retired itself; neither is this process's failure
                 # (a CQ_ERR is always ours: the CQ is this module's)
                 return
             ep = owned[0] if owned is not None else None
-            self._fail(ep, event.qp_num, event.event_type.name, event.reason)
+            self._fail(ep, event.qp_num, kind.name, event.reason)
         self._wake()
 
     def _fail(self, ep, qp_num: int, status: str, detail: str) -> None:

@@ -58,7 +58,7 @@ def failure_report(module, ep, qp_index: int, status: str, detail: str) -> str:
         if pep is not None and 0 <= qp_index < len(pep.qps) and pep.qps[qp_index] is not None:
             hwqp = pep.qps[qp_index].hw
             posted, usable = hwqp.recv_backlog()
-            queued_sends = sum(1 for item in hwqp.work if type(item) is not list)
+            queued_sends = hwqp.queued_sends()
             lines.append(
                 f"  Peer was doing:    rank {peer} had {pep.credit_msgs_sent[qp_index]} credit "
                 f"messages sent for QP {qp_index}, rd_posted {pep.rd_posted[qp_index]}; its NIC "

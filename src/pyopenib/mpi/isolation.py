@@ -8,6 +8,9 @@ privatizes what a process would own:
 * each rank runs the program in a ``ModuleType('__main__')`` of its own, so
   ``unittest.main()``, ``pickle`` of the program's classes and ``if __name__ == "__main__"``
   find the program and not pyopenib's CLI;
+* each rank has its own ``sys.argv`` (a copy of the job's command line, or a spawned
+  process's own), so a rank that rewrites it (``mpi4py.run`` does, before running the
+  program) does not change its peers';
 * a module imported during the job from outside the standard library, site-packages and
   pyopenib (the program's own modules, anything on its directory or ``PYTHONPATH``) is
   *private*: each rank that imports it runs it afresh and keeps its copy. Every other module
@@ -84,10 +87,11 @@ class RankModules:
     name found but not yet loaded has the value ``None``. ``__main__`` is kept apart: it is
     the one private module every rank has, so the trace function swaps it by itself."""
 
-    __slots__ = ("rank", "main", "table")
+    __slots__ = ("rank", "main", "table", "argv")
 
-    def __init__(self, rank: int, path: str):
+    def __init__(self, rank: int, path: str, argv: list[str] | None = None):
         self.rank = rank
+        self.argv = [path] if argv is None else list(argv)
         main = types.ModuleType("__main__")
         main.__file__ = path
         main.__builtins__ = builtins
@@ -105,6 +109,7 @@ class RankModules:
         main = modules.get("__main__")
         if main is not None:
             self.main = main  # the program may have put something else there
+        self.argv = sys.argv
         table = self.table
         pop = modules.pop
         for name in table:
@@ -117,6 +122,7 @@ class RankModules:
             del self.table[name]
 
     def put_in(self, modules: dict) -> None:
+        sys.argv = self.argv
         modules["__main__"] = self.main
         modules.update(self.table)
 
@@ -186,6 +192,8 @@ class ModuleSpace:
                     main = get("__main__")
                     if main is not old.main and main is not None:
                         old.main = main  # the program put something else there
+                    old.argv = sys.argv
+                    sys.argv = rank.argv
                     table = old.table
                     if table:
                         for name in table:
