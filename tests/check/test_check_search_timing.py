@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 from pyopenib.check.timing import Timing, duration_choices
 from pyopenib.cli import main
 from pyopenib.sim import Simulator
