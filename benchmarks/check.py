@@ -87,7 +87,7 @@ def main() -> None:
         table.add_row(case.name, str(case.iterations), str(case.bound), str(m["executions"]),
                       str(m["classes"]), m["levels"], m["verdict"], f"{m['seconds']:.1f}",
                       f"{m['executions'] / m['seconds']:.1f}")  # fmt: skip
-    Console().print(table)
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":

@@ -552,6 +552,8 @@ CASES = [
     case("check-timing-without-exhaustive", [*CHECK, "--timing", "untimed"], 2, "--exhaustive"),
     case("check-time-budget-nan", [*CHECK, "--time-budget", "nan"], 2, "--time-budget"),
     case("check-replay-garbage", [*CHECK, "--replay", "xyz"], 2, "not a pyopenib replay token"),
+    case("check-timing-bogus", [*CHECK, "--exhaustive", "--timing", "x"], 2, "--timing"),
+    case("check-timing-not-exhaustive", [*CHECK, "--timing", "untimed"], 2, "--exhaustive"),
     case("check-target-unknown", ["check", "nosuch"], 2, "neither a scenario"),
     case(
         "check-labels-typo",

@@ -11,7 +11,8 @@ it is coarse where the model has hidden shared state:
 * a rank's process step touches its **host** too (it posts to and polls its own NIC); the
   rank's host is read from the trace's ``placement`` event (``sim/schema.py``), and a
   process whose host is not known touches everything;
-* a packet handed to the switch (``_tx_done``) also touches the destination **port**: two
+* a packet handed to the switch (the transmit port's callback) also touches the
+  destination switch **port**: two
   NICs sending to one NIC queue on its switch port;
 * a completion-queue write touches its NIC's host; anything not recognised (a timeout
   event, an out-of-band message) touches everything (``ANY``).
@@ -28,7 +29,11 @@ from __future__ import annotations
 from greenlet import greenlet
 
 from ..hw.nic import Nic
+from ..hw.port import TransmitPort
 from ..hw.qp import HwQp
+from ..hw.requester import Requester
+from ..hw.responder import Responder
+from ..hw.work_queue import WorkQueueEngine
 from ..sim.schema import identities
 from ..sim.ties import receiver_of
 from ..verbs import CompletionQueue
@@ -38,12 +43,15 @@ __all__ = ["ANY", "Footprints", "event_object"]
 ANY = ("any",)
 """The footprint element that conflicts with every other."""
 
+_NIC_PARTS = (Nic, WorkQueueEngine, TransmitPort, Requester, Responder)
+"""The NIC and the parts it is composed of (each knows its ``nic``)."""
+
 
 def event_object(fn, args):
     """The object an event belongs to: the QP for a NIC callback about one QP, else the
     receiver (``sim.ties.receiver_of``)."""
     obj = receiver_of(fn, args)
-    if obj.__class__ is Nic and args and args[0].__class__ is HwQp:
+    if obj.__class__ in _NIC_PARTS and args and args[0].__class__ is HwQp:
         return args[0]
     return obj
 
@@ -84,6 +92,8 @@ class Footprints:
             fp = {_host_of_nic(obj.nic)}
         elif cls is Nic:
             fp = {_host_of_nic(obj)}
+        elif cls in _NIC_PARTS:
+            fp = {_host_of_nic(obj.nic)}
         elif cls is greenlet:
             name = self._process_name(sim, obj)
             host = self.rank_hosts.get(name) if name else None
@@ -92,8 +102,7 @@ class Footprints:
             fp = {_host_of_nic(obj.context.nic)}
         else:
             return {ANY}
-        name = getattr(fn, "__name__", "")
-        if name == "_tx_done" and args and args[0] is not None:
+        if cls is TransmitPort and args and args[0] is not None:  # a packet leaves the port
             fp.add(("port", str(args[0].dst_lid)))
         return fp
 
