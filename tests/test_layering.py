@@ -91,8 +91,7 @@ class Violation:
 
 KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     # -- imports across the rule ---------------------------------------------------------
-    # mpi takes the BTL's exception class and builds the job's BTLs
-    Violation("mpi/runner.py", "import", "btl"): (1, _ISSUE_ERRORS),
+    # mpi builds the job's BTLs
     Violation("mpi/commands.py", "import", "btl"): (3, _ISSUE_APPS),
     Violation("mpi/commands.py", "import", "pml"): (1, _ISSUE_APPS),
     Violation("mpi/commands.py", "import", "hw"): (1, _ISSUE_APPS),
@@ -109,19 +108,6 @@ KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     Violation("verbs/perftest_command.py", "import", "hw"): (1, _ISSUE_APPS),
     Violation("report/commands.py", "import", "options"): (1, _ISSUE_APPS),
     Violation("report/commands.py", "import", "outputs"): (1, _ISSUE_APPS),
-    # -- btl reaching the hardware through verbs objects ------------------------------------
-    # the device model's numbers (transport, CQ depth, host_poll, inline): query_device
-    Violation("btl/module.py", "reach", ".model"): (4, _ISSUE_VERBS),
-    Violation("btl/module.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/report.py", "reach", ".model"): (2, _ISSUE_VERBS),
-    # the peer's NIC work queue in the failure report: a verbs-level query_qp
-    Violation("btl/report.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/connect.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/connect.py", "reach", ".nic"): (2, _ISSUE_VERBS),
-    # HwMr.on_remote_write set by the BTL: a memory-region watch in verbs
-    Violation("btl/eager_channels.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/stats.py", "reach", ".hw"): (1, _ISSUE_APPS),
-    Violation("btl/scenarios.py", "reach", ".hw"): (1, _ISSUE_APPS),
     # -- mpi reaching the BTL past the PML (wait_for_activity, osc's RDMA) -----------------
     Violation("mpi/context.py", "reach", ".btl"): (4, _ISSUE_LAYERS),
     Violation("mpi/runner.py", "reach", ".btl"): (1, _ISSUE_LAYERS),
@@ -131,8 +117,6 @@ KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     Violation("verbs/_objects.py", "private", "_to_error"): (1, _ISSUE_NIC),
     Violation("verbs/_objects.py", "private", "_gather"): (1, _ISSUE_NIC),
     # -- capability probes ------------------------------------------------------------------
-    Violation("pml/ob1.py", "probe", "limits"): (1, _ISSUE_LIMITS),
-    Violation("pml/ob1.py", "probe", "sendi"): (1, _ISSUE_LIMITS),
     # the NIC asks the BTL's wr_id objects for their trace id
     Violation("hw/qp.py", "probe", "trace_id"): (1, _ISSUE_LAYERS),
 }

@@ -157,8 +157,10 @@ def test_ranks_of_one_node_must_name_one_device():
 
 
 def test_t3_credit_race_still_terminates_between_nodes_with_credits_on_smallest_qp(tmp_path):
-    mca = [("btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128"),
-           ("btl_openib_credits_qp", "smallest")]  # fmt: skip
+    mca = [
+        ("btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128"),
+        ("btl_openib_credits_qp", "smallest"),
+    ]
     # bidir_credit_race.py pairs rank r with r + n/2: with --ppn 2 every pair crosses nodes
     program = str(PROGRAMS / "bidir_credit_race.py")
     result, _, err, btls = _run(program, 4, 2, "chelsio-t3", mca)

@@ -8,8 +8,7 @@ The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
 from .bml import Bml
-from .cluster import OobChannel, build_job_btls
-from .credits import stall_report
+from .cluster import OobChannel, build_job_btls, stall_report
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode

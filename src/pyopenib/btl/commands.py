@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..config.commands import check_job_devices, job_settings
 from ..config.limits import check_job_memory
-from ..errors import PyopenibError, register_topics
+from ..errors import InvariantViolation, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..options import DEVICE_NAME
 from ..outputs import (
@@ -24,7 +24,7 @@ from ..outputs import (
 )
 from ..report import write_trace
 from ..sim import Tracer
-from .credits import stall_report
+from .cluster import stall_report
 from .scenarios import DEFAULT_QUEUES, SCENARIOS, run_scenario
 
 EXIT_HUNG = 2
@@ -52,7 +52,7 @@ def traced_run(trace_out, tracer, name, **kwargs):
     needs."""
     try:
         return run_scenario(name, **kwargs)
-    except AssertionError as exc:
+    except InvariantViolation as exc:
         _write(trace_out, tracer)
         raise PyopenibError(
             "scenario-invariant", exit_code=EXIT_PROTOCOL_BUG, detail=str(exc)

@@ -290,14 +290,18 @@ def run_scenario(
     result = ScenarioResult(name, first is None and hung is None, first, hung, end,
                             tracer=tracer, modules=btls)  # fmt: skip
     for q in range(len(queues)):
-        result.frags_per_qp[q] = sum(b.frags_sent[q] for b in btls)
-        result.bytes_per_qp[q] = sum(b.bytes_sent[q] for b in btls)
-        result.credit_msgs_per_qp[q] = sum(b.credit_msgs_on[q] for b in btls)
+        result.frags_per_qp[q] = sum(b.traffic[q].frags for b in btls)
+        result.bytes_per_qp[q] = sum(b.traffic[q].bytes for b in btls)
+        result.credit_msgs_per_qp[q] = sum(b.traffic[q].credit_msgs for b in btls)
         result.piggybacked_per_qp[q] = sum(
-            ep.piggybacked[q] for b in btls for ep in b.endpoints.values()
+            ep.qps[q].piggybacked for b in btls for ep in b.endpoints.values() if ep.qps[q].per_peer
         )
     result.rnr_naks = sum(
-        qp.hw.rnr_naks_received for b in btls for ep in b.endpoints.values() for qp in ep.qps if qp
+        qs.qp.query_counters().rnr_naks_received
+        for b in btls
+        for ep in b.endpoints.values()
+        for qs in ep.qps
+        if qs.qp is not None
     )
     result.delivered = checker.delivered
     return result

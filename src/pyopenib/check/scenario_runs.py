@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..btl.scenarios import run_scenario
-from ..errors import PyopenibError
+from ..errors import InvariantViolation, PyopenibError
 
 __all__ = ["RACE_LABELS", "ScenarioRun", "scenario_runner"]
 
@@ -30,21 +30,17 @@ class ScenarioRun:
     def __call__(self, oracle) -> tuple[bool, str]:
         try:
             r = run_scenario(self.name, oracle=oracle, **self.kwargs)
-        except AssertionError as exc:
+        except InvariantViolation as exc:
             return False, f"invariant broken: {exc}"
         except PyopenibError as exc:
             if exc.topic == "scenario-delivery":
                 return False, str(exc)
             raise
         if r.failure is not None:
-            detail = r.failure.report.splitlines()
-            line = next(
-                (" ".join(x.split()) for x in detail if x.strip().startswith("Detail:")), ""
-            )
             return (
                 False,
                 f"{r.failure.status} on QP {r.failure.qp_index} at "
-                f"{r.sim_time_ps / 1e6:.3f} us. {line}",
+                f"{r.sim_time_ps / 1e6:.3f} us. Detail: {r.failure.detail}",
             )
         if r.hung:
             return False, r.hung

@@ -19,6 +19,7 @@ Precedence (Open MPI 4.1, ``btl_openib_component.c``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..errors import PyopenibError
 from . import topics  # noqa: F401  (registers the messages)
@@ -32,7 +33,21 @@ from .receive_queues import (
     qp_inline_sizes,
 )
 
-__all__ = ["EffectiveSettings", "check_peer_compatibility", "effective_settings"]
+__all__ = ["CreditsPolicy", "EffectiveSettings", "check_peer_compatibility", "effective_settings"]
+
+
+class CreditsPolicy(StrEnum):
+    """Where a receiver sends the explicit credit messages of a per-peer queue
+    (``btl_openib_credits_qp``, resolved: ``auto`` is gone by now). The receiver's policy
+    decides, because it owns the receive queue at risk."""
+
+    SMALLEST = "smallest"
+    """Open MPI's behaviour: every P queue's credit messages travel on ``credits_qp``
+    (the first P queue), whose reserve holds the buffers for all of them."""
+    OWN = "own"
+    """Each P queue's credit messages travel on the queue they credit, so on a device
+    with one work queue per QP they wait behind that queue's receive posts."""
+
 
 BUILT_IN = "built-in default"
 
@@ -55,8 +70,8 @@ class EffectiveSettings:
     mtu: int
     use_eager_rdma: bool
     max_inline_data: int
-    credits_policy: str
-    """``own`` or ``smallest``: where explicit credit messages of a P queue travel."""
+    credits_policy: CreditsPolicy
+    """Where explicit credit messages of a P queue travel (``own`` or ``smallest``)."""
     credits_qp: int
     """Open MPI's credits_qp (first P queue, else the last queue) for ``smallest``."""
     eager_limit: int
@@ -259,8 +274,8 @@ def effective_settings(
         requested != "auto",
         requested,
         "credits_on_own_qp",
-        lambda own: "own" if own else "smallest",
-        "smallest",
+        lambda own: CreditsPolicy.OWN if own else CreditsPolicy.SMALLEST,
+        CreditsPolicy.SMALLEST,
         " (btl_openib_credits_qp = auto)",
         " (auto and no INI credits_on_own_qp)",
     )
@@ -303,7 +318,7 @@ def effective_settings(
         mtu=mtu,
         use_eager_rdma=use_eager_rdma,
         max_inline_data=max_inline_data,
-        credits_policy=policy,
+        credits_policy=CreditsPolicy(policy),
         credits_qp=credits_qp_index(queues),
         eager_limit=sizes["eager_limit"],
         max_send_size=sizes["max_send_size"],

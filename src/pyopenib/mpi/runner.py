@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 from greenlet import GreenletExit, getcurrent
 
-from ..btl.interface import TransportError
-from ..errors import TOPICS, register_topics
+from ..errors import TOPICS, TransportError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
 from . import context, package, threads
