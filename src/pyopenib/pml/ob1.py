@@ -394,7 +394,6 @@ class Pml:
         self._done(req)
 
 
-
 def _fill_eager(req: RecvRequest, source: int, tag: int, payload) -> None:
     """Complete ``req`` with an eager payload (the caller unlinks it from the queues)."""
     req.source = source
