@@ -60,7 +60,11 @@ class Job:
         if policies is None:
             pairs.append(("btl_openib_credits_qp", policy))
             self.btls = build_job_btls(
-                self.sim, nprocs, device, pairs, check_invariants=check_invariants
+                self.sim,
+                nprocs,
+                device,
+                load_mca(cli_pairs=pairs),
+                check_invariants=check_invariants,
             )
         else:
             self.btls = _modules_with_policies(self.sim, device, pairs, policies, check_invariants)

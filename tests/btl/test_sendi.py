@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pyopenib.btl import build_job_btls
 from pyopenib.btl.frag import QP_TX_BATCH_COUNT, Frag
 from pyopenib.btl.scenarios import run_scenario
+from pyopenib.config import load_mca
 from pyopenib.errors import PyopenibError
 from pyopenib.hw import get_device_model
 from pyopenib.sim import Simulator
@@ -229,7 +230,12 @@ def test_a_credit_message_carries_the_unsignaled_wqes_before_it():
 
 def test_max_inline_data_above_the_device_limit_is_refused_up_front():
     with pytest.raises(PyopenibError) as err:
-        build_job_btls(Simulator(), 2, "chelsio-t3", [("btl_openib_max_inline_data", "100000")])
+        build_job_btls(
+            Simulator(),
+            2,
+            "chelsio-t3",
+            load_mca(cli_pairs=[("btl_openib_max_inline_data", "100000")]),
+        )
     assert err.value.topic == "btl-inline-too-big"
     assert "max_inline_data 100000 (from MCA btl_openib_max_inline_data" in str(err.value)
 

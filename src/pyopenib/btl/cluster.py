@@ -12,7 +12,7 @@ shared-memory BTL (``sm``) and to the others through openib.
 
 from __future__ import annotations
 
-from ..config import CreditsPolicy, check_peer_compatibility, effective_settings, load_mca
+from ..config import CreditsPolicy, McaContext, check_peer_compatibility, effective_settings
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
 from ..verbs import open_devices
@@ -85,17 +85,11 @@ class OobChannel:
 
 
 def build_job_btls(
-    sim,
-    nprocs: int,
-    devices,
-    mca_pairs=(),
-    ppn: int = 1,
-    *,
-    mca=None,
-    check_invariants: bool = False,
+    sim, nprocs: int, devices, mca: McaContext, ppn: int = 1, *, check_invariants: bool = False
 ):
     """One BTL module per rank. ``devices``: one device id for all, or a list per rank
-    (the ranks of one node must name the same device: it is the node's NIC).
+    (the ranks of one node must name the same device: it is the node's NIC); ``mca`` the
+    job's resolved MCA variables (``config.load_mca`` / ``load_mca_from_process``).
 
     Settings resolve per device exactly as Open MPI does for the local process (MCA >
     INI > default); nodes are checked for compatible receive_queues before anything
@@ -111,7 +105,7 @@ def build_job_btls(
                 "btl-ppn-devices", a=first, da=names[first], b=r, db=name, host=r // ppn
             )
     models = [get_device_model(n) for n in names[::ppn]]  # one per node
-    ctx = mca if mca is not None else load_mca(cli_pairs=list(mca_pairs))
+    ctx = mca
     settings = []
     cache = {}
     for m in models:

@@ -70,11 +70,9 @@ class ConnectionSetup:
                 min_rnr_timer=s.ib_min_rnr_timer,
                 path_mtu=min(s.mtu, qp.query_qp().path_mtu),
             )
-            # Per-peer QPs use rnr_retry 0: software flow control promises an RNR never
-            # happens, so one is a bug to expose (Open MPI, commit 0202981e1d).
             qp.modify(
                 QpState.RTS,
-                rnr_retry=0 if qs.per_peer else s.ib_rnr_retry,
+                rnr_retry=qs.rnr_retry(s),
                 retry_cnt=s.ib_retry_count,
                 timeout=s.ib_timeout,
             )

@@ -231,14 +231,11 @@ class CreditFlow:
         if not ep.receives_posted:
             return  # rd_credits still counts from -rd_num (Open MPI's posted-recvs guard)
         qs = ep.qps[q]
+        due = qs.credit_message_due()
         ack_only = False
-        if qs.per_peer:
-            due = qs.credit_message_due()
-            if not due and qs.peer_reserve_exhausted():
-                due = ack_only = True
-        else:
-            due = False
-            qs = ep.qps[self.credits_qp]
+        if not due and qs.peer_reserve_exhausted():
+            due = ack_only = True
+        qs = qs.credit_carrier(ep.qps, self.credits_qp)
         local = ep.eager_local
         if local is not None and local.credits > local.rd_win:
             due = True
@@ -254,7 +251,7 @@ class CreditFlow:
         by_rdma = remote is not None and remote.tokens > 0
         if by_rdma:
             remote.tokens -= 1  # a ring slot instead of a reserved receive buffer
-        elif qs.per_peer and not qs.reserve_credit_message(ack_only):
+        elif not qs.reserve_credit_message(ack_only):
             # no reserved buffer left at the peer: give up until a cm_seen comes back
             qs.credit_lock = False
             module.trace("credit_msg_deferred", ep, qp=q, cm_sent=qs.cm_sent)
@@ -266,7 +263,7 @@ class CreditFlow:
             frag = module.get_frag(order, CREDIT)
             frag.credit_qp = q
             qs.credit_frag = frag
-        credits = qs.take_credits_owed() if qs.per_peer else 0
+        credits = qs.take_credits_owed()
         local = ep.eager_local
         rdma_credits = 0
         if local is not None:
@@ -328,40 +325,7 @@ class CreditFlow:
                     f"for the connection ({ep.state})"
                 )
             for qs in ep.qps:
-                q = qs.index
-                where = f"{me} -> rank {peer} qp {q}"
-                wqe = qs.waiting_for_wqe()
-                if wqe:
-                    lines.append(
-                        f"{where}: {wqe} fragment(s) wait for a send WQE (sd_wqe {qs.sd_wqe})"
-                    )
-                waiting = qs.waiting_for_credit()
-                if not qs.per_peer:
-                    if waiting:
-                        lines.append(
-                            f"{me} qp {q}: {waiting} fragment(s) wait for an SRQ send "
-                            f"credit (sd_credits {qs.srq.sd_credits})"
-                        )
-                    continue
-                if waiting:
-                    lines.append(
-                        f"{where}: {waiting} fragment(s) wait for a credit "
-                        f"(sd_credits {qs.sd_credits})"
-                    )
-                owed = qs.rd_credits
-                if owed <= 0 or not ep.receives_posted:
-                    continue
-                spec = qs.spec
-                if owed < spec.rd_win:
-                    why = f"< rd_win {spec.rd_win}: no credit message is due"
-                elif qs.credit_lock:
-                    why = f">= rd_win {spec.rd_win}: a credit message is in flight"
-                else:
-                    why = f">= rd_win {spec.rd_win}, but no credit message can go"
-                lines.append(
-                    f"{me} owes rank {peer} {owed} credits on qp {q} {why}; "
-                    f"cm cap rd_rsv-1 = {spec.rd_rsv - 1}, cm_sent {qs.cm_sent}"
-                )
+                lines.extend(qs.stall_lines(me, peer, ep.receives_posted))
         return lines
 
     def check(self, rank: int, endpoints: dict) -> None:

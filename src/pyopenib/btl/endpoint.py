@@ -114,6 +114,15 @@ class _EndpointQp:
     def waiting_for_credit(self) -> int:
         return len(self.no_credits_pending[0]) + len(self.no_credits_pending[1])
 
+    def wqe_stall_lines(self, me: str, peer: int) -> list[str]:
+        wqe = self.waiting_for_wqe()
+        if not wqe:
+            return []
+        return [
+            f"{me} -> rank {peer} qp {self.index}: {wqe} fragment(s) wait for a send WQE "
+            f"(sd_wqe {self.sd_wqe})"
+        ]
+
 
 class PerPeerQp(_EndpointQp):
     """A per-peer (P) queue toward one peer: Open MPI's ``pp_qp`` counters and rules."""
@@ -166,14 +175,9 @@ class PerPeerQp(_EndpointQp):
     def has_credit(self) -> bool:
         return self.sd_credits > 0
 
-    def acquire_credit(self) -> bool:
-        if self.sd_credits <= 0:
-            return False
+    def acquire_credit(self) -> None:
+        """Take the credit ``has_credit`` found (admission checks first, then takes)."""
         self.sd_credits -= 1
-        return True
-
-    def release_credit(self, n: int = 1) -> None:
-        self.sd_credits += n
 
     def credits_arrived(self, n: int) -> None:
         """The peer re-posted ``n`` buffers for me (piggybacked or in a credit message)."""
@@ -346,11 +350,50 @@ class PerPeerQp(_EndpointQp):
                 f"returning {returning} = {total} != rd_num {spec.rd_num}",
             )
 
+    def rnr_retry(self, settings) -> int:
+        """Per-peer QPs use rnr_retry 0: software flow control promises an RNR never
+        happens, so one is a bug to expose (Open MPI, commit 0202981e1d)."""
+        return 0
+
+    def credit_carrier(self, qps: list, credits_qp: int) -> PerPeerQp:
+        """The QP state whose credit message carries this QP's credits: its own."""
+        return self
+
+    def stall_lines(self, me: str, peer: int, receives_posted: bool) -> list[str]:
+        """This QP's share of a hang: what waits, and credits owed that nothing carries,
+        with the rule that holds them back."""
+        lines = self.wqe_stall_lines(me, peer)
+        q = self.index
+        waiting = self.waiting_for_credit()
+        if waiting:
+            lines.append(
+                f"{me} -> rank {peer} qp {q}: {waiting} fragment(s) wait for a credit "
+                f"(sd_credits {self.sd_credits})"
+            )
+        owed = self.rd_credits
+        if owed <= 0 or not receives_posted:
+            return lines
+        spec = self.spec
+        if owed < spec.rd_win:
+            why = f"< rd_win {spec.rd_win}: no credit message is due"
+        elif self.credit_lock:
+            why = f">= rd_win {spec.rd_win}: a credit message is in flight"
+        else:
+            why = f">= rd_win {spec.rd_win}, but no credit message can go"
+        lines.append(
+            f"{me} owes rank {peer} {owed} credits on qp {q} {why}; "
+            f"cm cap rd_rsv-1 = {spec.rd_rsv - 1}, cm_sent {self.cm_sent}"
+        )
+        return lines
+
     def state_line(self) -> str:
         return (
             f"sd_credits {self.sd_credits}, rd_posted {self.rd_posted}, "
             f"rd_credits {self.rd_credits}, cm_sent {self.cm_sent}"
         )
+
+    def posted_line(self) -> str:
+        return f"rd_posted {self.rd_posted}"
 
 
 class SharedRqQp(_EndpointQp):
@@ -361,6 +404,8 @@ class SharedRqQp(_EndpointQp):
     __slots__ = ("srq", "srq_credits_inflight")
 
     per_peer = False
+    piggybacked = 0
+    """Never: SRQ credits come back with completions, not in the peer's headers."""
 
     def __init__(self, index: int, spec, srq):
         super().__init__(index, spec, spec.sd_max)
@@ -371,11 +416,8 @@ class SharedRqQp(_EndpointQp):
     def has_credit(self) -> bool:
         return self.srq.sd_credits > 0
 
-    def acquire_credit(self) -> bool:
-        return self.srq.acquire_credit()
-
-    def release_credit(self, n: int = 1) -> None:
-        self.srq.release_credit(n)
+    def acquire_credit(self) -> None:
+        self.srq.acquire_credit()
 
     def signal_for_credits(self) -> bool:
         """``qp_need_signal``: with no SRQ credit left the send must signal, or the
@@ -407,8 +449,42 @@ class SharedRqQp(_EndpointQp):
     def take_cm_seen(self) -> int:
         return 0
 
+    def take_credits_owed(self) -> int:
+        return 0
+
     def credit_message_due(self) -> bool:
         return False
+
+    def peer_reserve_exhausted(self) -> bool:
+        return False
+
+    def reserve_credit_message(self, ack_only: bool) -> bool:
+        """A credit message about an S queue carries eager-RDMA credits only; it uses
+        no reserved buffer of a per-peer queue."""
+        return True
+
+    def rnr_retry(self, settings) -> int:
+        """An SRQ can run dry for a moment: the hardware retries (btl_openib_ib_rnr_retry)."""
+        return settings.ib_rnr_retry
+
+    def credit_carrier(self, qps: list, credits_qp: int):
+        """An S queue's credits come back with completions; what a credit message for it
+        can carry (eager-RDMA credits) travels as credits_qp's."""
+        return qps[credits_qp]
+
+    def stall_lines(self, me: str, peer: int, receives_posted: bool) -> list[str]:
+        lines = self.wqe_stall_lines(me, peer)
+        waiting = self.waiting_for_credit()
+        if waiting:
+            lines.append(
+                f"{me} qp {self.index}: {waiting} fragment(s) wait for an SRQ send "
+                f"credit (sd_credits {self.srq.sd_credits})"
+            )
+        return lines
+
+    def check_conservation(self, mine, rank: int, peer: int) -> None:
+        """Nothing per peer to conserve: the SRQ's credits are module-wide
+        (``SharedRq.check``)."""
 
     def buffer_consumed(self, flow, ep, credited, is_credit_msg: bool) -> None:
         """A buffer of the module's SRQ took a fragment from this peer: re-post the SRQ
@@ -421,6 +497,9 @@ class SharedRqQp(_EndpointQp):
 
     def state_line(self) -> str:
         return f"SRQ sd_credits {self.srq.sd_credits}, rd_posted {self.srq.rd_posted}"
+
+    def posted_line(self) -> str:
+        return f"SRQ rd_posted {self.srq.rd_posted}"
 
 
 def make_qp_state(index: int, spec, srq):
@@ -486,8 +565,7 @@ class Endpoint:
         if self.state != EndpointState.CONNECTED or peer_ep.state != EndpointState.CONNECTED:
             return
         for mine, theirs in zip(self.qps, peer_ep.qps, strict=True):
-            if mine.per_peer:
-                theirs.check_conservation(mine, self.rank, self.peer)
+            theirs.check_conservation(mine, self.rank, self.peer)
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.rank}->{self.peer} {self.state}>"

@@ -59,13 +59,9 @@ def failure_report(module, ep, qp_index: int, status: str, detail: str) -> str:
             seen = theirs.qp.query_counters()
             lines.append(
                 f"  Peer was doing:    rank {peer} had {theirs.credit_msgs_sent} credit "
-                f"messages sent for QP {qp_index}, {_posted(theirs)}; its NIC held "
+                f"messages sent for QP {qp_index}, {theirs.posted_line()}; its NIC held "
                 f"{seen.recv_posted} receives on that QP ({seen.recv_usable} usable) and "
                 f"{seen.sends_queued} sends still queued"
             )
     lines.append("--------------------------------------------------------------------------")
     return "\n".join(lines)
-
-
-def _posted(qs) -> str:
-    return f"rd_posted {qs.rd_posted}" if qs.per_peer else f"SRQ rd_posted {qs.srq.rd_posted}"

@@ -17,6 +17,7 @@ import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..config import load_mca
 from ..errors import PyopenibError, register_topics
 from ..sim import NominalOracle, RandomOracle, Simulator, Tracer
 from .cluster import build_job_btls
@@ -205,7 +206,8 @@ def run_scenario(
         oracle = RandomOracle(seed) if randomize else NominalOracle()
     sim = Simulator(seed=seed, oracle=oracle, tracer=tracer)
     devices = [device] + [peer_device or device] * (nprocs - 1)
-    btls = build_job_btls(sim, nprocs, devices, pairs, check_invariants=check_invariants)
+    mca = load_mca(cli_pairs=pairs)
+    btls = build_job_btls(sim, nprocs, devices, mca, check_invariants=check_invariants)
     queues = btls[0].queues
     checker = _Checker()
     if iterations is None:
@@ -294,7 +296,7 @@ def run_scenario(
         result.bytes_per_qp[q] = sum(b.traffic[q].bytes for b in btls)
         result.credit_msgs_per_qp[q] = sum(b.traffic[q].credit_msgs for b in btls)
         result.piggybacked_per_qp[q] = sum(
-            ep.qps[q].piggybacked for b in btls for ep in b.endpoints.values() if ep.qps[q].per_peer
+            ep.qps[q].piggybacked for b in btls for ep in b.endpoints.values()
         )
     result.rnr_naks = sum(
         qs.qp.query_counters().rnr_naks_received

@@ -50,11 +50,9 @@ class SharedRq:
         self.pending: tuple[deque, deque] = (deque(), deque())
         """Fragments of every peer waiting for an SRQ send credit (high, low priority)."""
 
-    def acquire_credit(self) -> bool:
-        if self.sd_credits <= 0:
-            return False
+    def acquire_credit(self) -> None:
+        """Take the credit admission found free (``sd_credits > 0``)."""
         self.sd_credits -= 1
-        return True
 
     def release_credit(self, n: int = 1) -> None:
         self.sd_credits += n

@@ -70,7 +70,7 @@ def job_stats(btls) -> list[QpStats]:
             rows.append(QpStats(
                 rank=m.rank, qp=q, queue=spec.spec(), frags=t.frags, bytes=t.bytes,
                 eager_rdma=t.eager, rdma_ops=t.rdma_ops, credit_msgs=t.credit_msgs,
-                piggybacked=sum(s.piggybacked for s in states if s.per_peer),
+                piggybacked=sum(s.piggybacked for s in states),
                 completions=t.completions, unsignaled=t.unsignaled,
                 rnr_naks=sum(c.rnr_naks_received for c in seen),
                 retransmissions=sum(c.retransmissions for c in seen),

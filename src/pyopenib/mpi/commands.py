@@ -42,10 +42,6 @@ buffer must hold it, or no message can leave."""
 
 register_topics(
     {
-        "run-btl-unavailable": (
-            "the openib BTL is not available in this build ({reason}); `pyopenib run` "
-            "needs pyopenib.btl.build_job_btls"
-        ),
         "run-device-choice": "give either --device ID or --devices MAP, not both",
         "run-wall-timeout": (
             "--wall-timeout {limit:g}: the job of {ranks} ranks ran out of real time and was "
@@ -88,16 +84,14 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices.
     ``mca`` is the resolved context (``job_settings``); without it this process's
     environment, parameter files and ``mca_pairs`` are resolved here."""
-    try:
-        from ..btl import build_job_btls
-        from ..config.mca import load_mca_from_process
-    except ImportError as exc:
-        raise PyopenibError("run-btl-unavailable", reason=str(exc)) from None
+    from ..btl import build_job_btls  # as stall_report: the BTL is imported when used
+    from ..config.mca import load_mca_from_process
+
     if mca is None:
         mca = load_mca_from_process(cli_pairs=list(mca_pairs))
 
     def make_btls(sim, nprocs):
-        return build_job_btls(sim, nprocs, devices, list(mca_pairs), ppn, mca=mca)
+        return build_job_btls(sim, nprocs, devices, mca, ppn)
 
     return make_btls
 
