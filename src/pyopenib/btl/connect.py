@@ -39,8 +39,8 @@ class ConnectionSetup:
         self.settings = settings
         self.queues = settings.receive_queues
         self.lid = lid
-        self.credits_qp: int = settings.credits_qp
-        self.uses_cts = self.queues[self.credits_qp].kind == "P"
+        self.credits_qp_index: int = settings.credits_qp_index
+        self.uses_cts = self.queues[self.credits_qp_index].kind == "P"
         self.retired: dict = {}  # qp_num -> a lost crossing's QP awaiting its flush
 
     def _create_qps(self, ep: Endpoint) -> list[int]:
@@ -48,7 +48,7 @@ class ConnectionSetup:
         policy = module.credits.policy
         for qs in ep.qps:
             q = qs.index
-            recv, send = qp_depths(self.queues, self.credits_qp, q, policy, ep.peer_policy)
+            recv, send = qp_depths(self.queues, self.credits_qp_index, q, policy, ep.peer_policy)
             qp = module.pd.create_qp(
                 module.cq, module.cq, send, max(recv, 1), module.qp_inline[q], module.srq_of(q)
             )
@@ -135,7 +135,7 @@ class ConnectionSetup:
                 continue
             self.module.disown_qp(qp.qp_num)
             qp.modify(QpState.ERROR)
-            if self.uses_cts and qs.index == self.credits_qp:
+            if self.uses_cts and qs.index == self.credits_qp_index:
                 self.retired[qp.qp_num] = qp
             else:
                 qp.destroy()
@@ -153,12 +153,12 @@ class ConnectionSetup:
         if not self.uses_cts:
             return
         module = self.module
-        frag = module.get_frag(self.credits_qp, CTS)
-        module.post_recv_frag(ep, self.credits_qp, frag)
+        frag = module.get_frag(self.credits_qp_index, CTS)
+        module.post_recv_frag(ep, self.credits_qp_index, frag)
 
     def send_cts(self, ep: Endpoint) -> None:
         module = self.module
-        q = self.credits_qp
+        q = self.credits_qp_index
         qs = ep.qps[q]
         frag = module.get_frag(q, CTS)
         HEADER.pack_into(frag.buf, 0, TAG_IB, 0, 0)

@@ -46,7 +46,7 @@ class CreditFlow:
         self.module = module
         self.queues = settings.receive_queues
         self.policy: CreditsPolicy = settings.credits_policy
-        self.credits_qp: int = settings.credits_qp
+        self.credits_qp_index: int = settings.credits_qp_index
         self.eager_limit: int = settings.eager_limit
         self.srqs = srqs
         self.per_peer_queues = tuple(i for i, q in enumerate(self.queues) if q.kind == "P")
@@ -55,11 +55,11 @@ class CreditFlow:
     # -- where credit messages travel ----------------------------------------------------
     def cm_order(self, ep: Endpoint, q: int) -> int:
         """Where the peer sends its credit messages for q (so where I reserve buffers)."""
-        return q if ep.peer_policy == CreditsPolicy.OWN else self.credits_qp
+        return q if ep.peer_policy == CreditsPolicy.OWN else self.credits_qp_index
 
     def credit_order(self, q: int) -> int:
         """Where I send my credit messages for q: my own policy."""
-        return q if self.policy == CreditsPolicy.OWN else self.credits_qp
+        return q if self.policy == CreditsPolicy.OWN else self.credits_qp_index
 
     # -- admission: the one path of send and sendi ---------------------------------------
     def admit(self, ep: Endpoint, qs, high: bool, n: int, behind: bool) -> Admission:
@@ -235,7 +235,7 @@ class CreditFlow:
         ack_only = False
         if not due and qs.peer_reserve_exhausted():
             due = ack_only = True
-        qs = qs.credit_carrier(ep.qps, self.credits_qp)
+        qs = qs.credit_carrier(ep.qps, self.credits_qp_index)
         local = ep.eager_local
         if local is not None and local.credits > local.rd_win:
             due = True

@@ -85,7 +85,7 @@ class EagerRdmaChannels:
         memory.mr.watch_remote_writes(module.wake)
         ep.eager_local = EagerRdmaLocal(memory, self.num, self.slot)
         self.endpoints.append(ep)
-        q = module.credits.credits_qp
+        q = module.credits.credits_qp_index
         frag = module.get_frag(q, SEND)
         frag.tag = TAG_IB
         frag.high = True

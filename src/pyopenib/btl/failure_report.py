@@ -46,7 +46,7 @@ def failure_report(module, ep, qp_index: int, status: str, detail: str) -> str:
         f"{module.queues[qp_index].spec() if known else '?'})",
         f"  Status:            {status}",
         f"  Simulated time:    {_ps(module.sim.now)}",
-        f"  Credits policy:    {credits.policy} (credits_qp {credits.credits_qp})",
+        f"  Credits policy:    {credits.policy} (credits_qp {credits.credits_qp_index})",
         f"  Detail:            {detail}",
     ]
     if ep is not None and known:

@@ -72,8 +72,10 @@ class EffectiveSettings:
     max_inline_data: int
     credits_policy: CreditsPolicy
     """Where explicit credit messages of a P queue travel (``own`` or ``smallest``)."""
-    credits_qp: int
-    """Open MPI's credits_qp (first P queue, else the last queue) for ``smallest``."""
+    credits_qp_index: int
+    """The QP Open MPI calls ``credits_qp`` (first P queue, else the last queue): where
+    every P queue's credit messages travel under ``smallest``. Not the MCA variable
+    ``btl_openib_credits_qp``, which chooses the policy."""
     eager_limit: int
     max_send_size: int
     rndv_eager_limit: int
@@ -100,7 +102,7 @@ class EffectiveSettings:
         shown = (
             ("receive_queues", self.receive_queues_string),
             ("credits_policy", self.credits_policy),
-            ("credits_qp", str(self.credits_qp)),
+            ("credits_qp_index", str(self.credits_qp_index)),
             ("mtu", str(self.mtu)),
             ("use_eager_rdma", str(int(self.use_eager_rdma))),
             ("max_inline_data", str(self.max_inline_data)),
@@ -279,7 +281,10 @@ def effective_settings(
         " (btl_openib_credits_qp = auto)",
         " (auto and no INI credits_on_own_qp)",
     )
-    origins["credits_qp"] = "first P queue of receive_queues (last queue if none)"
+    origins["credits_qp_index"] = (
+        "receive_queues: its first P queue (the last queue if none), the QP every credit "
+        "message travels on under credits_policy smallest"
+    )
 
     ignore = device.ignore_device is not None and bool(device.ignore_device.value)
     origins["ignore_device"] = (
@@ -319,7 +324,7 @@ def effective_settings(
         use_eager_rdma=use_eager_rdma,
         max_inline_data=max_inline_data,
         credits_policy=CreditsPolicy(policy),
-        credits_qp=credits_qp_index(queues),
+        credits_qp_index=credits_qp_index(queues),
         eager_limit=sizes["eager_limit"],
         max_send_size=sizes["max_send_size"],
         origins=origins,
