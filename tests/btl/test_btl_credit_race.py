@@ -16,6 +16,9 @@ def test_bibw_on_chelsio_t3_with_smallest_policy_is_terminated_on_the_large_qp()
     assert not r.completed
     assert r.failure.status == "QP_FATAL" and r.failure.qp_index == 1
     assert "no usable receive buffer" in r.failure.report
+    # what the hardware said is a field of its own, and the report shows the same words
+    assert "no usable receive buffer" in r.failure.detail
+    assert f"Detail:            {r.failure.detail}" in r.failure.report
     kinds = [e[2] for e in r.tracer.events]
     # the credits that let the peer send came over QP 0 before the TERMINATE
     credit = max(

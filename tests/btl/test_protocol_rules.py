@@ -535,8 +535,23 @@ def test_assert_invariants_rejects_a_corrupted_endpoint(field, q, value, message
     job = connected()
     job.btls[0].assert_invariants()
     setattr(job.ep(0, 1).qps[q], field, value)
-    with pytest.raises(InvariantViolation, match=f"rank 0 peer 1 qp {q}: .*{message}"):
+    with pytest.raises(InvariantViolation, match=f"rank 0 peer 1 qp {q}: .*{message}") as e:
         job.btls[0].assert_invariants()
+    # the facts are fields: a checker reads them, never the message
+    assert (e.value.rule, e.value.rank, e.value.peer, e.value.qp) == (field, 0, 1, q)
+
+
+def test_a_broken_srq_credit_count_names_the_module_not_a_peer():
+    job = srq_job(mca=NO_RESIZE)
+    job.btls[0].srqs[1].sd_credits += 1  # one credit more than sd_max exists
+    with pytest.raises(InvariantViolation, match="rank 0 qp 1: SRQ credits") as e:
+        job.btls[0].assert_invariants()
+    assert (e.value.rule, e.value.peer, e.value.qp) == ("srq_credits", -1, 1)
+
+
+def test_a_python_assertion_elsewhere_is_not_reported_as_an_invariant():
+    """Invariant failures are their own type: an ``AssertionError`` is a bug to show."""
+    assert not issubclass(InvariantViolation, AssertionError)
 
 
 def test_every_progress_call_checks_the_invariants_when_asked_to():

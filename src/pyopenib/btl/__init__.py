@@ -9,12 +9,15 @@ The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 
 from .bml import Bml
 from .cluster import OobChannel, build_job_btls, stall_report
-from .interface import BtlModule, MemHandle, RecvCallback, TransportError
+from .endpoint import EndpointState
+from .interface import BtlLimits, BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
 from .stats import QpStats, job_stats, registration_rows, registrations_table, stats_table
 
 __all__ = [
+    "BtlLimits",
+    "EndpointState",
     "BtlModule",
     "MemHandle",
     "RecvCallback",
