@@ -66,6 +66,7 @@ _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 _RKEY_BITS = 24
 _CONNECTED = EndpointState.CONNECTED
 _CLOSED = EndpointState.CLOSED
+_WRITE, _READ = WrOpcode.RDMA_WRITE, WrOpcode.RDMA_READ
 
 
 class RegisteredMemory:
@@ -244,27 +245,11 @@ class OpenibModule(BtlModule):
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._rdma(
-            WrOpcode.RDMA_WRITE,
-            peer,
-            local,
-            local_offset,
-            remote_key,
-            remote_offset,
-            length,
-            on_complete,
+            _WRITE, peer, local, local_offset, remote_key, remote_offset, length, on_complete
         )
 
     def get(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
-        self._rdma(
-            WrOpcode.RDMA_READ,
-            peer,
-            local,
-            local_offset,
-            remote_key,
-            remote_offset,
-            length,
-            on_complete,
-        )
+        self._rdma(_READ, peer, local, local_offset, remote_key, remote_offset, length, on_complete)
 
     def progress(self) -> int:
         """Poll the CQ and handle every completion; raises ``TransportError`` if fatal."""
