@@ -35,6 +35,9 @@ class Admission(IntEnum):
     """Go now as a SEND on its QP, taking a credit."""
 
 
+_WAIT_WQE, _WAIT_CREDIT, _BY_RING, _BY_CREDIT = Admission  # bound once: the hot path compares
+
+
 class CreditFlow:
     """Per-peer and SRQ credits, pending lists and explicit credit messages of one module.
 
@@ -71,23 +74,23 @@ class CreditFlow:
         p = 0 if high else 1
         if behind:
             if qs.no_wqe_pending[p]:
-                return Admission.WAIT_WQE
+                return _WAIT_WQE
             if qs.no_credits_pending[p]:
-                return Admission.WAIT_CREDIT
+                return _WAIT_CREDIT
         if qs.sd_wqe <= 0:
-            return Admission.WAIT_WQE
+            return _WAIT_WQE
         remote = ep.eager_remote
         if high and remote is not None and remote.tokens > 0 and n <= self.eager_limit:
-            return Admission.BY_RING
+            return _BY_RING
         if qs.has_credit():
-            return Admission.BY_CREDIT
-        return Admission.WAIT_CREDIT
+            return _BY_CREDIT
+        return _WAIT_CREDIT
 
     def go(self, ep: Endpoint, qs, frag: Frag, verdict: Admission, sendi: bool) -> None:
         """Take what an admitted fragment needs (a WQE, then a token or a credit) and post
         it (2.4 steps 3 and 5)."""
         qs.acquire_wqe()
-        if verdict is Admission.BY_RING:
+        if verdict is _BY_RING:
             ep.eager_remote.tokens -= 1
             self.module.eager.post_eager(ep, frag, sendi)
         else:
@@ -98,14 +101,14 @@ class CreditFlow:
         """Send a fragment on a connected endpoint, or queue it where its admission says."""
         qs = ep.qps[frag.qp]
         verdict = self.admit(ep, qs, frag.high, frag.payload_len, behind)
-        if verdict >= Admission.BY_RING:
+        if verdict is _BY_CREDIT or verdict is _BY_RING:
             self.go(ep, qs, frag, verdict, False)
-        elif verdict is Admission.WAIT_WQE:
+        elif verdict is _WAIT_WQE:
             qs.no_wqe_pending[0 if frag.high else 1].append(frag)
         else:
             qs.no_credits_pending[0 if frag.high else 1].append(frag)
             if qs.per_peer:
-                self.send_credits(ep, qs.index)  # the acknowledgement rule may apply now
+                self.credits_due(ep, qs)  # the acknowledgement rule may apply now
 
     # -- posting a data fragment ---------------------------------------------------------
     def send_flags(self, qs, frame: int, sendi: bool) -> int:
@@ -228,14 +231,17 @@ class CreditFlow:
         """Explicit credits when rd_win PP credits or more than the eager ring's rd_win
         eager-RDMA credits are owed and no fragment carried them. An S queue's credits
         come back with completions: only eager-RDMA credits can be due, on credits_qp."""
+        self.credits_due(ep, ep.qps[q])
+
+    def credits_due(self, ep: Endpoint, qs) -> None:
+        """``send_credits`` for QP state ``qs``."""
         if not ep.receives_posted:
             return  # rd_credits still counts from -rd_num (Open MPI's posted-recvs guard)
-        qs = ep.qps[q]
         due = qs.credit_message_due()
         ack_only = False
         if not due and qs.peer_reserve_exhausted():
             due = ack_only = True
-        qs = qs.credit_carrier(ep.qps, self.credits_qp_index)
+        qs = qs.carrier
         local = ep.eager_local
         if local is not None and local.credits > local.rd_win:
             due = True

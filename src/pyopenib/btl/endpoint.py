@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 from enum import StrEnum
 
+from ..config import credits_qp_index
 from ..errors import InvariantViolation
 from .frag import QP_TX_BATCH_COUNT
 
@@ -62,6 +63,7 @@ class _EndpointQp:
         "credit_lock",
         "credit_frag",
         "credit_msgs_sent",
+        "carrier",
     )
 
     def __init__(self, index: int, spec, sd_wqe: int):
@@ -83,6 +85,8 @@ class _EndpointQp:
         ``BTL_OPENIB_CREDITS_SEND_TRYLOCK``)."""
         self.credit_frag = None
         self.credit_msgs_sent = 0
+        self.carrier = self
+        """The QP state whose credit message carries this QP's credits (``credit_carrier``)."""
 
     # -- send work-queue entries (qp_get_wqe / qp_put_wqe) ----------------------------------
     def acquire_wqe(self) -> bool:
@@ -534,6 +538,9 @@ class Endpoint:
         self.peer = peer
         self.state = EndpointState.CLOSED
         self.qps = [make_qp_state(i, q, srqs[i]) for i, q in enumerate(queues)]
+        credits_qp = credits_qp_index(queues)
+        for s in self.qps:
+            s.carrier = s.credit_carrier(self.qps, credits_qp)
         self.remote_lid = 0
         self.peer_policy = peer_policy
         """The peer's credits policy, from its published settings (the modex): where its
