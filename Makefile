@@ -7,7 +7,7 @@ STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
 LINT_PATHS = $(wildcard src tests benchmarks examples)
 
-.PHONY: demo test lint bench clean openmpi mpi4py-suite
+.PHONY: demo test lint bench clean openmpi simgrid mpi4py-suite
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ openmpi:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null; \
 	  else echo "ompi_info not found and cannot install openmpi-bin: differential tests will be skipped"; fi; }
 
+# SimGrid SMPI is the peer of the speed benchmark (benchmarks/smpi_ratio.py: smpicc, smpirun).
+simgrid:
+	@{ command -v smpicc && command -v smpirun; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev >/dev/null; \
+	  else echo "smpicc not found and cannot install libsimgrid-dev: the SMPI ratio will be skipped"; fi; }
+
 demo: $(STAMP_BASE)
 	$(VENV)/bin/pyopenib demo
 
@@ -42,7 +49,7 @@ lint: $(STAMP_TEST)
 test: openmpi $(STAMP_TEST) lint
 	$(PY) -m pytest
 
-bench: $(STAMP_BENCH)
+bench: openmpi simgrid $(STAMP_BENCH)
 	$(PY) benchmarks/run_all.py
 
 # mpi4py's own test suite, every file at -n 1, 2 and 4, on real Open MPI and on pyopenib,

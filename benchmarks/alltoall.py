@@ -50,8 +50,8 @@ if r == 0:
 
 def child(nprocs: int) -> dict:
     """Run the job in this process; return its figures."""
+    from pyopenib.apps.run_command import openib_btls
     from pyopenib.mpi import run_job
-    from pyopenib.mpi.commands import openib_btls
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "alltoall.py"

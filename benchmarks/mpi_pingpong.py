@@ -32,8 +32,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from pyopenib.apps.run_command import openib_btls
 from pyopenib.mpi import run_job
-from pyopenib.mpi.commands import openib_btls
 
 DEVICE = "mellanox-hermon"
 ROUND_TRIPS = 20_000

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 
 DEVICES = ("chelsio-t3", "chelsio-t4", "mellanox-hermon", "mellanox-connectx5", "ibm-ehca")
 SCENARIOS = (("pingpong", 1000), ("stream", 4000), ("bibw", 4000), ("incast", 1000))

@@ -14,11 +14,13 @@ BENCHMARKS = [
     "kernel",
     "policy_cost",
     "mpi_pingpong",
+    "smpi_ratio",
     "alltoall",
     "registration_leak",
     "ctrl_c_faults",
     "reference_digests",
     "mpi4py_suite",
+    "mpi4py_demos",
 ]
 
 HERE = Path(__file__).resolve().parent

@@ -171,6 +171,45 @@ CASES = [
         env={"OMPI_MCA_btl_openib_credits_qp": "sideways"},
     ),
     case(
+        "demo-env-bad-value",
+        ["demo"],
+        1,
+        "btl_openib_credits_qp",
+        "environment",
+        env={"OMPI_MCA_btl_openib_credits_qp": "sideways"},
+    ),
+    case(
+        "demo-param-file-bad-value",
+        ["demo"],
+        1,
+        "btl_openib_credits_qp",
+        "bad-value.conf:1",
+        env={"OMPI_MCA_mca_base_param_files": "{tmp}/bad-value.conf"},
+    ),
+    case(
+        "demo-ini-error",
+        ["demo"],
+        1,
+        "broken.ini:4",
+        "mtu",
+        env={"OMPI_MCA_btl_openib_device_param_files": "{tmp}/broken.ini"},
+    ),
+    case(
+        "run-leave-pinned-bad-value",
+        ["run", "-n", "2", "--mca", "mpi_leave_pinned", "sometimes", "{tmp}/ok.py"],
+        1,
+        "mpi_leave_pinned",
+        "sometimes",
+        "command line",
+    ),
+    case(
+        "run-leave-pinned-and-pipeline-warns",
+        ["run", "-n", "2", "{tmp}/ok.py"],
+        0,
+        "cannot set both mpi_leave_pinned and mpi_leave_pinned_pipeline",
+        env={"OMPI_MCA_mpi_leave_pinned": "1", "OMPI_MCA_opal_leave_pinned_pipeline": "1"},
+    ),
+    case(
         "scenario-param-file-bad-value",
         SCEN,
         1,
@@ -508,6 +547,23 @@ CASES = [
         "check-mca-bad", [*CHECK, "--mca", "btl_openib_credits_qp", "x"], 1, "btl_openib_credits_qp"
     ),
     case("check-dask-missing-module", [*CHECK, "--dask", "local"], 1, "dask"),
+    case("check-np-1", [*CHECK, "-n", "1"], 2, "'-n'"),
+    case("check-time-budget-nan", [*CHECK, "--time-budget", "nan"], 2, "--time-budget"),
+    case("check-replay-garbage", [*CHECK, "--replay", "xyz"], 2, "not a pyopenib replay token"),
+    case("check-target-unknown", ["check", "nosuch"], 2, "neither a scenario"),
+    case(
+        "check-labels-typo",
+        [*CHECK, "--exhaustive", "--labels", "nic.recv_wqe,nic.recvwqe"],
+        2,
+        "labelled nic.recvwqe",
+    ),
+    case("scenario-replay-garbage", [*SCEN, "--replay", "pyoib1.@@"], 2, "replay token"),
+    case(
+        "run-replay-garbage",
+        ["run", "-n", "2", "--replay", "pyoib1.", "{tmp}/ok.py"],
+        2,
+        "replay token",
+    ),
     case("perftest-tx-depth-0", [*PERF, "-t", "0"], 2, "--tx-depth"),
     case("perftest-size-0", [*PERF[:4], "-s", "0"], 1, "--size 0"),
     case("perftest-size-huge", [*PERF[:4], "--size", "99999999999999999999"], 1, "--size"),
@@ -733,7 +789,7 @@ def test_with_debug_a_refusal_is_raised_with_its_traceback(workdir):
 
 
 def test_an_unexpected_error_is_one_line_that_says_it_is_a_bug(workdir, monkeypatch):
-    import pyopenib.config.commands as config_commands
+    import pyopenib.apps.config_commands as config_commands
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")

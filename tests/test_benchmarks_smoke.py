@@ -42,3 +42,15 @@ def test_run_all_lists_the_kernel_benchmark_first():
     assert run_all.BENCHMARKS[0] == "kernel"
     for name in run_all.BENCHMARKS:
         assert (BENCHMARKS / f"{name}.py").is_file()
+
+
+def test_smpi_ratio_pyopenib_twin_reports_the_line_the_benchmark_checks():
+    """The pyopenib side of the SMPI ratio prints what ``smpi_ratio.timed`` requires."""
+    import subprocess
+
+    ratio = _run_all().load("smpi_ratio")
+    cmd = [ratio.PYOPENIB, "run", "-n", "2", "--device", ratio.DEVICE]
+    cmd += [str(BENCHMARKS / "smpi" / "pingpong.py"), "25"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    match = ratio.OUTPUT.search(done.stdout)
+    assert match and int(match.group(1)) == 50 and float(match.group(2)) > 0

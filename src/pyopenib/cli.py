@@ -1,6 +1,6 @@
-"""The ``pyopenib`` command. Subcommands live beside the layer they drive and are
-attached here; this module only wires them up and turns any error into a clean message
-and exit code (a traceback only with ``--debug``)."""
+"""The ``pyopenib`` command. Subcommands live in the applications (``apps``, ``check``,
+``bench``) and are attached here; this module only wires them up and turns any error into
+a clean message and exit code (a traceback only with ``--debug``)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def main(ctx, debug):
 
 
 def _attach_commands() -> None:
-    """Attach each layer's commands; a layer that is not built yet simply has none."""
+    """Attach every subcommand, in the order ``pyopenib --help`` lists them."""
     from importlib import import_module
 
     for module_name, attr in _COMMANDS:
@@ -81,14 +81,14 @@ def _attach_commands() -> None:
 
 
 _COMMANDS: list[tuple[str, str]] = [
-    (".config.commands", "info"),
-    (".config.commands", "ini"),
-    (".mpi.commands", "run"),
-    (".btl.commands", "scenario"),
-    (".btl.commands", "demo"),
+    (".apps.config_commands", "info"),
+    (".apps.config_commands", "ini"),
+    (".apps.run_command", "run"),
+    (".apps.scenario_commands", "scenario"),
+    (".apps.scenario_commands", "demo"),
     (".check.commands", "check"),
-    (".verbs.perftest_command", "perftest"),
-    (".report.commands", "report"),
+    (".apps.perftest_command", "perftest"),
+    (".apps.report_command", "report"),
     (".bench.commands", "bench"),
 ]
 

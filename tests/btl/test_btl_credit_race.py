@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 from pyopenib.errors import InvariantViolation
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyopenib.apps.scenarios import run_scenario
 from pyopenib.btl import stall_report
-from pyopenib.btl.scenarios import run_scenario
 from pyopenib.config import load_mca, parse_receive_queues
 from pyopenib.config import receive_queues as rq
 from pyopenib.errors import PyopenibError

@@ -4,7 +4,7 @@ tokens, freed slots returned as eager-RDMA credits (bit 15) or explicit credit m
 
 import pytest
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 
 
 def _eager_stats(result):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pyopenib.apps.run_command import openib_btls
 from pyopenib.btl import build_job_btls
 from pyopenib.btl.bml import Bml
 from pyopenib.btl.sm import SM_EAGER_LIMIT, SmModule, SmNode
@@ -16,7 +17,6 @@ from pyopenib.config import load_mca
 from pyopenib.errors import PyopenibError
 from pyopenib.hw import get_device_model
 from pyopenib.mpi import EXIT_TRANSPORT, run_job
-from pyopenib.mpi.commands import openib_btls
 from pyopenib.sim import Simulator, make_simulator
 from pyopenib.verbs import (
     Access,

@@ -8,9 +8,9 @@ from btl_testbed import TAG, Job
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyopenib.apps.scenarios import run_scenario
 from pyopenib.btl import build_job_btls
 from pyopenib.btl.frag import QP_TX_BATCH_COUNT, Frag
-from pyopenib.btl.scenarios import run_scenario
 from pyopenib.config import load_mca
 from pyopenib.errors import PyopenibError
 from pyopenib.hw import get_device_model

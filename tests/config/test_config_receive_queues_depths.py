@@ -4,7 +4,7 @@ of them over both credit policies, so a job it accepts never fails ``ibv_create_
 
 import pytest
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 from pyopenib.config import parse_receive_queues
 from pyopenib.config.limits import POLICIES, qp_depths, queue_depths
 

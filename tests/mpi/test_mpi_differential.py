@@ -76,7 +76,7 @@ def _our_output(program: Path, nprocs: int, make_btls) -> dict[int, list[str]]:
 
 
 def _openib_btls():
-    from pyopenib.mpi.commands import openib_btls
+    from pyopenib.apps.run_command import openib_btls
 
     return openib_btls("mellanox-hermon", (), 1)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pyopenib.apps.run_command import openib_btls
 from pyopenib.mpi import EXIT_TRANSPORT, run_job
-from pyopenib.mpi.commands import openib_btls
 
 PROGRAM = Path(__file__).parent / "programs" / "bidir_credit_race.py"
 QUEUES = ("btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128")
@@ -50,9 +50,9 @@ def test_stats_show_one_send_completion_per_batch_of_sendi_sends():
     out mostly unsignaled; every fragment is accounted as unsignaled or completed."""
     import io
 
-    from pyopenib.btl import job_stats
+    from pyopenib.apps.run_command import _keeping, openib_btls
+    from pyopenib.apps.stats import job_stats
     from pyopenib.mpi import run_job
-    from pyopenib.mpi.commands import _keeping, openib_btls
 
     btls: list = []
     prog = Path(__file__).resolve().parents[2] / "examples" / "osu_latency.py"

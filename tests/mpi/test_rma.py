@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from pyopenib.btl import job_stats
+from pyopenib.apps.stats import job_stats
 from pyopenib.mpi import run_job
 from pyopenib.sim import Tracer, make_simulator
 
@@ -16,7 +16,7 @@ from .test_mpi_differential import PROGRAMS, _our_output, _real_output
 
 
 def _openib(device="mellanox-hermon", ppn=1):
-    from pyopenib.mpi.commands import openib_btls
+    from pyopenib.apps.run_command import openib_btls
 
     return openib_btls(device, (), ppn)
 

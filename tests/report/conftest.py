@@ -1,6 +1,6 @@
 import pytest
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 
 
 @pytest.fixture(scope="session")

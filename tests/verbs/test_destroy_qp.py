@@ -6,7 +6,7 @@ import errno
 import pytest
 from verbs_testbed import Pair
 
-from pyopenib.btl.scenarios import run_scenario
+from pyopenib.apps.scenarios import run_scenario
 from pyopenib.verbs import QpState, RecvWR, SendWR, VerbsError, WrOpcode
 
 

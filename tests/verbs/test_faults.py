@@ -85,7 +85,7 @@ def test_lost_ack_does_not_duplicate_delivery():
     recvs, sends = stream(p, count=1)
     assert_delivered_once_in_order(p, recvs, sends, count=1)
     assert [r["cause"] for r in kinds(p, "retransmit")] == ["timeout"]
-    assert p.qp[0].hw.retransmissions == 1
+    assert p.qp[0].hw.req.retransmissions == 1
 
 
 def test_losing_every_packet_exhausts_retry_cnt_then_flushes():
@@ -120,8 +120,9 @@ def test_lost_read_response_is_reread():
     p = lossy_pair(every=2, limit=1, match=lambda pkt: pkt.kind == READ_RESP)
     mr1 = p.mr[1]
     mr1.buffer[:6000] = np.arange(6000) % 251
-    p.qp[0].post_send(SendWR(1, WrOpcode.RDMA_READ, p.sge(0, 0, 6000),
-                             remote_addr=mr1.addr, rkey=mr1.rkey))  # fmt: skip
+    p.qp[0].post_send(
+        SendWR(1, WrOpcode.RDMA_READ, p.sge(0, 0, 6000), remote_addr=mr1.addr, rkey=mr1.rkey)
+    )
     p.sim.run()
     (wc,) = p.cq[0].poll(10)
     assert wc.status == WcStatus.SUCCESS

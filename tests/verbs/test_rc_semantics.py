@@ -76,7 +76,7 @@ def test_ib_rnr_nak_is_retried_until_a_receive_is_posted():
     p = Pair(rnr_retry=7, min_rnr_timer=1)  # 10 us timer, retry forever
     send(p, 0, 1, 0, 64)
     p.sim.run(until=35_000_000)  # three RNR periods, no receive posted
-    assert p.qp[0].hw.rnr_naks_received >= 3
+    assert p.qp[0].hw.req.rnr_naks_received >= 3
     p.post_recv(1, 50)
     p.sim.run()
     assert drain(p.cq[0])[0].status == WcStatus.SUCCESS
@@ -91,7 +91,7 @@ def test_ib_rnr_retry_exhaustion_fails_and_flushes():
     wcs = drain(p.cq[0])
     assert wcs[0].wr_id == 1 and wcs[0].status == WcStatus.RNR_RETRY_EXC_ERR
     assert wcs[1].wr_id == 2 and wcs[1].status == WcStatus.WR_FLUSH_ERR
-    assert p.qp[0].hw.rnr_naks_received == 3  # first try + 2 retries
+    assert p.qp[0].hw.req.rnr_naks_received == 3  # first try + 2 retries
     assert p.qp[0].state == QpState.ERROR
 
 
@@ -113,8 +113,10 @@ def test_iwarp_send_without_receive_terminates_both_sides():
     assert p.qp[0].state == QpState.ERROR and p.qp[1].state == QpState.ERROR
     s0 = drain(p.cq[0])
     assert (s0[0].wr_id, s0[0].status) == (1, WcStatus.SUCCESS)
-    assert {wc.wr_id: wc.status for wc in s0[1:]} == {2: WcStatus.WR_FLUSH_ERR,
-                                                      70: WcStatus.WR_FLUSH_ERR}  # fmt: skip
+    assert {wc.wr_id: wc.status for wc in s0[1:]} == {
+        2: WcStatus.WR_FLUSH_ERR,
+        70: WcStatus.WR_FLUSH_ERR,
+    }
     events = [e.event_type for c in p.ctx for e in c.async_events]
     assert events == [AsyncEventType.QP_FATAL, AsyncEventType.QP_FATAL]
     assert "TERMINATE sent" in p.ctx[1].async_events[0].reason
@@ -144,7 +146,7 @@ def test_unsignaled_sends_free_their_slots_at_the_next_signaled_completion():
     send(p, 0, 255, 0, 8)  # signaled
     p.sim.run()
     assert [wc.wr_id for wc in drain(p.cq[0])] == [255]
-    assert p.qp[0].hw.sq_outstanding == 0
+    assert p.qp[0].hw.sq.outstanding == 0
 
 
 def test_post_send_in_reset_state_is_refused():

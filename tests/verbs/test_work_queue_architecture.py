@@ -34,8 +34,11 @@ def run_ops(model, sequence):
             p.qp[0].post_send(SendWR(i, WrOpcode.SEND, p.sge(0, 0, size)))
             send_ids.append(i)
     p.sim.run()
-    usable = {dict(f)["wr_id"]: t for t, _, kind, actor, f in tr.events
-              if kind == "recv_usable" and actor.endswith("qp64") and "toy:0" in actor}  # fmt: skip
+    usable = {
+        dict(f)["wr_id"]: t
+        for t, _, kind, actor, f in tr.events
+        if kind == "recv_usable" and actor.endswith("qp64") and "toy:0" in actor
+    }
     left = [t for t, _, kind, actor, f in tr.events if kind == "send_left" and "toy:0" in actor]
     return usable, left, [op for op, _ in sequence]
 

@@ -62,8 +62,12 @@ class Pair:
         for i, qp in enumerate(self.qp):
             peer = self.qp[1 - i]
             qp.modify(QpState.INIT)
-            qp.modify(QpState.RTR, dest_lid=self.ctx[1 - i].nic.lid, dest_qp_num=peer.qp_num,
-                      min_rnr_timer=min_rnr_timer)  # fmt: skip
+            qp.modify(
+                QpState.RTR,
+                dest_lid=self.ctx[1 - i].nic.lid,
+                dest_qp_num=peer.qp_num,
+                min_rnr_timer=min_rnr_timer,
+            )
             qp.modify(QpState.RTS, rnr_retry=rnr_retry)
 
     def sge(self, side, offset, length):

@@ -11,7 +11,7 @@ import sys
 import click
 from rich.console import Console
 
-from ..config.commands import check_job_devices, job_settings
+from ..apps.job_settings import check_job_devices, job_settings
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
 from ..options import DEVICE_NAME

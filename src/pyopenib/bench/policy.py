@@ -4,7 +4,7 @@ completion time and explicit credit messages, or how and when the run failed."""
 
 from __future__ import annotations
 
-from ..btl.scenarios import run_scenario
+from ..apps.scenarios import run_scenario
 from .results import Point, PointResult
 
 __all__ = ["POLICY_SCENARIOS", "measure_scenario"]
@@ -14,9 +14,14 @@ POLICY_SCENARIOS = (("pingpong", 1000), ("stream", 4000), ("bibw", 4000), ("inca
 
 
 def measure_scenario(point: Point) -> PointResult:
-    r = run_scenario(point.workload, device=point.device, credits_qp=point.policy,
-                     mca_pairs=point.mca, iterations=point.iterations,
-                     check_invariants=False)  # fmt: skip
+    r = run_scenario(
+        point.workload,
+        device=point.device,
+        credits_qp=point.policy,
+        mca_pairs=point.mca,
+        iterations=point.iterations,
+        check_invariants=False,
+    )
     msgs = sum(r.credit_msgs_per_qp.values())
     if r.failure is not None:
         f = r.failure

@@ -105,6 +105,9 @@ def read_json(path: str) -> tuple[dict, list[PointResult]]:
         p = dict(rec["point"])
         p["mca"] = tuple(tuple(kv) for kv in p["mca"])
         sim = rec["simulated"]
-        results.append(PointResult(Point(**p), sim["sim_time_ps"], sim["failure"],
-                                   sim["credit_msgs"], rec["wall_s"]))  # fmt: skip
+        results.append(
+            PointResult(
+                Point(**p), sim["sim_time_ps"], sim["failure"], sim["credit_msgs"], rec["wall_s"]
+            )
+        )
     return doc["settings"], results

@@ -15,8 +15,8 @@ import threading
 import time
 from dataclasses import replace
 
+from ..apps.scenarios import SCENARIOS
 from ..btl import build_job_btls
-from ..btl.scenarios import SCENARIOS
 from ..config import load_mca
 from ..errors import PyopenibError, register_topics
 from ..sim import make_simulator
@@ -66,8 +66,9 @@ def plan_points(tests, devices, policies, sizes, iterations=None, mca=()) -> lis
                 for size in sizes:
                     if size == 0 and test != "latency":
                         continue  # OSU's bandwidth tests start at 1 byte
-                    p = Point(workload, device, policy, size, its, DEFAULT_WARMUP[workload],
-                              window, mca)  # fmt: skip
+                    p = Point(
+                        workload, device, policy, size, its, DEFAULT_WARMUP[workload], window, mca
+                    )
                     points[p] = None
     return list(points)
 
@@ -81,8 +82,9 @@ def preflight(devices, policies, mca=()) -> None:
             try:
                 build_job_btls(make_simulator(0), 2, device, load_mca(cli_pairs=pairs))
             except PyopenibError as exc:
-                raise PyopenibError("bench-device", device=device, policy=policy,
-                                    reason=str(exc)) from None  # fmt: skip
+                raise PyopenibError(
+                    "bench-device", device=device, policy=policy, reason=str(exc)
+                ) from None
 
 
 def run_point(point: Point) -> PointResult:
@@ -110,14 +112,26 @@ def figures(test: str, results: list[PointResult]) -> list[Figure]:
         for r in results:
             p = r.point
             if p.workload in SCENARIOS:
-                out.append(Figure(test, p.device, p.policy, p.workload,
-                                  None if r.failure else r.sim_time_ps / 1e6, r.failure,
-                                  r.sim_time_ps, r.credit_msgs))  # fmt: skip
+                out.append(
+                    Figure(
+                        test,
+                        p.device,
+                        p.policy,
+                        p.workload,
+                        None if r.failure else r.sim_time_ps / 1e6,
+                        r.failure,
+                        r.sim_time_ps,
+                        r.credit_msgs,
+                    )
+                )
         return out
     workload = OSU_WORKLOAD[test]
     for r in results:
         p = r.point
         if p.workload == workload and (test == "latency" or p.size > 0):
-            out.append(Figure(test, p.device, p.policy, p.size, osu_figure(test, r),
-                              r.failure, r.sim_time_ps))  # fmt: skip
+            out.append(
+                Figure(
+                    test, p.device, p.policy, p.size, osu_figure(test, r), r.failure, r.sim_time_ps
+                )
+            )
     return out

@@ -7,13 +7,12 @@ that routes each peer to one of them when several processes share a node.
 The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
-from .bml import Bml
+from .bml import Bml, openib_module
 from .cluster import OobChannel, build_job_btls, stall_report
 from .endpoint import EndpointState
 from .interface import BtlLimits, BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
-from .stats import QpStats, job_stats, registration_rows, registrations_table, stats_table
 
 __all__ = [
     "BtlLimits",
@@ -26,12 +25,8 @@ __all__ = [
     "SmModule",
     "SmNode",
     "Bml",
+    "openib_module",
     "OobChannel",
     "build_job_btls",
-    "QpStats",
-    "job_stats",
-    "registration_rows",
-    "registrations_table",
-    "stats_table",
     "stall_report",
 ]

@@ -19,7 +19,7 @@ from .interface import BtlLimits, BtlModule
 from .module import OpenibModule
 from .sm import SmModule
 
-__all__ = ["Bml"]
+__all__ = ["Bml", "openib_module"]
 
 
 class Bml(BtlModule):
@@ -47,6 +47,7 @@ class Bml(BtlModule):
         self._sendi = [b.sendi for b in routes]
         self._put = [b.put for b in routes]
         self._get = [b.get for b in routes]
+        self._sm_users: dict[int, int] = {}  # key -> transfers using its sm registration
 
     limits_per_peer = True
 
@@ -66,12 +67,18 @@ class Bml(BtlModule):
 
     def register_memory(self, buffer: np.ndarray):
         """Register with every BTL in use under ONE key: openib's (address and rkey),
-        which the node's sm registration table records too."""
+        which the node's sm registration table records too. openib's registration cache
+        may hand the same key to concurrent transfers of one buffer: the sm entry lives
+        while any of them does."""
         if not self.uses_openib:
             return self.sm.register_memory(buffer)
         handle = self.openib.register_memory(buffer)
         if self.uses_sm:
-            self.sm.register_memory(buffer, handle.key)
+            key = handle.key
+            users = self._sm_users.get(key, 0)
+            if not users:
+                self.sm.register_memory(buffer, key)
+            self._sm_users[key] = users + 1
         return handle
 
     def deregister_memory(self, handle) -> None:
@@ -80,7 +87,12 @@ class Bml(BtlModule):
             return
         self.openib.deregister_memory(handle)
         if self.uses_sm:
-            self.sm.node.deregister(handle.key)
+            key = handle.key
+            users = self._sm_users.pop(key) - 1
+            if users:
+                self._sm_users[key] = users
+            else:
+                self.sm.node.deregister(key)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._put[peer](peer, local, local_offset, remote_key, remote_offset, length, on_complete)
@@ -105,3 +117,14 @@ class Bml(BtlModule):
                 return
             self.sm.req_notify(self.openib.wake)
         self.openib.wait_for_activity()
+
+
+def openib_module(btl) -> OpenibModule | None:
+    """The openib module of a rank's BTL (the module itself, or the one its BML routes
+    to), or None when the rank reaches its peers through shared memory only: what the
+    stall report and the per-QP statistics read."""
+    if isinstance(btl, OpenibModule):
+        return btl
+    if isinstance(btl, Bml) and btl.uses_openib:
+        return btl.openib
+    return None

@@ -16,7 +16,7 @@ from ..config import CreditsPolicy, McaContext, check_peer_compatibility, effect
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
 from ..verbs import open_devices
-from .bml import Bml
+from .bml import Bml, openib_module
 from .module import OpenibModule
 from .sm import SmModule, SmNode
 
@@ -173,7 +173,7 @@ def stall_report(btls) -> list[str]:
     reach their peers only through shared memory have nothing to say)."""
     lines = []
     for btl in btls:
-        module = btl if isinstance(btl, OpenibModule) else btl.openib
-        if module is btl or btl.uses_openib:
+        module = openib_module(btl)
+        if module is not None:
             lines.extend(module.describe_stall())
     return lines

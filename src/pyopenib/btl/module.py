@@ -57,28 +57,17 @@ from .frag import (
     Frag,
 )
 from .interface import BtlLimits, BtlModule
+from .rcache import RegisteredMemory, RegistrationCache
 from .registrations import RegistrationCounts
 from .srq import SharedRq
 
-__all__ = ["OpenibModule", "QpTraffic", "RegisteredMemory"]
+__all__ = ["OpenibModule", "QpTraffic"]
 
 _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 _RKEY_BITS = 24
 _CONNECTED = EndpointState.CONNECTED
 _CLOSED = EndpointState.CLOSED
 _WRITE, _READ = WrOpcode.RDMA_WRITE, WrOpcode.RDMA_READ
-
-
-class RegisteredMemory:
-    """A registration as the PML sees it. ``key`` packs the region's address and rkey —
-    the two facts Open MPI's PML ships to the peer for RDMA."""
-
-    __slots__ = ("buffer", "key", "mr")
-
-    def __init__(self, mr):
-        self.mr = mr
-        self.buffer = mr.buffer
-        self.key = (mr.addr << _RKEY_BITS) | mr.rkey
 
 
 class QpTraffic:
@@ -150,6 +139,9 @@ class OpenibModule(BtlModule):
         self.qp_inline = qp_inline_sizes(self.queues, device.max_inline if inline < 0 else inline)
         # statistics
         self.registrations = RegistrationCounts()
+        self.rcache = RegistrationCache(
+            self.pd, _ACCESS_ALL, self.registrations, settings.leave_pinned
+        )
         self.traffic = [QpTraffic() for _ in self.queues]
         # the parts
         self.srqs: list[SharedRq | None] = [None] * len(self.queues)
@@ -236,12 +228,14 @@ class OpenibModule(BtlModule):
         return frag
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
-        self.registrations.record_register(buffer.nbytes)
-        return RegisteredMemory(self.pd.reg_mr(buffer, _ACCESS_ALL))
+        """Through the device's registration cache, as Open MPI's
+        ``mca_btl_openib_register_mem`` (a hit, or ``ibv_reg_mr``)."""
+        return self.rcache.register(buffer)
 
     def deregister_memory(self, handle: RegisteredMemory) -> None:
-        handle.mr.dereg()
-        self.registrations.record_deregister(handle.buffer.nbytes)
+        """Release one use: ``ibv_dereg_mr`` at once, or (``mpi_leave_pinned``) kept
+        pinned for the next transfer of the same memory."""
+        self.rcache.release(handle)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._rdma(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 
 from ..errors import TOPICS, PyopenibError
@@ -30,32 +31,47 @@ __all__ = [
     "McaValue",
     "McaWarning",
     "Source",
+    "SourceKind",
     "load_mca",
     "load_mca_from_process",
 ]
 
 _ENV_PREFIX = "OMPI_MCA_"
-_PRIORITY = {"default": 0, "preset": 1, "file": 2, "environment": 3, "command line": 4}
+
+
+class SourceKind(StrEnum):
+    """The kinds of source, lowest to highest priority (a higher one wins); the value is
+    Open MPI's label (``ompi_info``'s *source* column)."""
+
+    DEFAULT = "default"
+    PRESET = "preset"
+    """A tool's own default (``default of pyopenib check``), below every user setting."""
+    FILE = "file"
+    ENVIRONMENT = "environment"
+    COMMAND_LINE = "command line"
+
+
+_PRIORITY = {kind: rank for rank, kind in enumerate(SourceKind)}
 
 
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where a value came from; ``str()`` is Open MPI's label for it."""
 
-    kind: str
+    kind: SourceKind
     path: str | None = None
     """For ``file``, the file; for ``preset``, the tool whose default it is."""
     line: int | None = None
 
     def __str__(self) -> str:
-        if self.kind == "file":
+        if self.kind is SourceKind.FILE:
             return f"file ({self.path}:{self.line})"
-        if self.kind == "preset":
+        if self.kind is SourceKind.PRESET:
             return f"default of {self.path}"
-        return self.kind
+        return str(self.kind)
 
 
-DEFAULT = Source("default")
+DEFAULT = Source(SourceKind.DEFAULT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +132,7 @@ class McaContext:
         return str(self.value(name).source)
 
     def is_default(self, name: str) -> bool:
-        return self.value(name).source.kind == "default"
+        return self.value(name).source.kind is SourceKind.DEFAULT
 
     def explicit_pairs(self) -> list[tuple[str, str]]:
         """Every variable set anywhere (preset, file, environment, command line) as
@@ -127,7 +143,7 @@ class McaContext:
         pairs = []
         for full_name, mca_value in self._values.items():
             var = mca_value.variable
-            if mca_value.source.kind == "default" or full_name == "mca_base_param_files":
+            if mca_value.source.kind is SourceKind.DEFAULT or full_name == "mca_base_param_files":
                 continue
             value = mca_value.value - var.increment if var.increment else mca_value.value
             pairs.append((full_name, render_value(var, value)))
@@ -166,7 +182,7 @@ def load_mca(
 
     for name, text, tool in presets:
         var, _ = names[name]
-        settings[var.full_name].append(_Setting(text, Source("preset", tool), name))
+        settings[var.full_name].append(_Setting(text, Source(SourceKind.PRESET, tool), name))
     cli = _collect_cli(cli_pairs, names, warnings)
     env = _collect_env(environ, names, warnings)
     files_var = names["mca_base_param_files"][0]
@@ -269,7 +285,7 @@ def _no_effect(name: str, source: Source) -> McaWarning:
 def _collect_cli(pairs, names, warnings) -> dict[str, _Setting]:
     found: dict[str, _Setting] = {}
     given: dict[str, str] = {}
-    source = Source("command line")
+    source = Source(SourceKind.COMMAND_LINE)
     for name, text in pairs:
         if name in given:
             raise PyopenibError("mca-cli-pair-repeated", name=name, first=given[name], second=text)
@@ -287,7 +303,7 @@ def _collect_cli(pairs, names, warnings) -> dict[str, _Setting]:
 
 def _collect_env(environ: Mapping[str, str], names, warnings) -> dict[str, _Setting]:
     found: dict[str, _Setting] = {}
-    source = Source("environment")
+    source = Source(SourceKind.ENVIRONMENT)
     for key in sorted(environ):
         if not key.startswith(_ENV_PREFIX):
             continue
@@ -342,7 +358,7 @@ def _collect_files(file_list, names, warnings, home) -> dict[str, list[_Setting]
         try:
             text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
-            if list_source.kind == "default":
+            if list_source.kind is SourceKind.DEFAULT:
                 continue  # the default home file need not exist
             raise PyopenibError(
                 "mca-param-file-missing",
@@ -357,7 +373,7 @@ def _collect_files(file_list, names, warnings, home) -> dict[str, list[_Setting]
                     "mca-param-file-syntax", path=path, line=item.line, reason=item.reason
                 )
             assert isinstance(item, Assignment)
-            source = Source("file", path, item.line)
+            source = Source(SourceKind.FILE, path, item.line)
             entry = names.get(item.key)
             if entry is None:
                 if item.key.startswith("btl_openib_"):

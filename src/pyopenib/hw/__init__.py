@@ -8,9 +8,10 @@ from .device_model import (
     get_device_model,
     load_device_models,
 )
+from .memory import Access
 from .nic import Nic
 from .packet import Packet
-from .qp import HEADER_BYTES, Access, QpState, rnr_timer_ps
+from .qp import HEADER_BYTES, QpState, rnr_timer_ps
 from .wire import Fabric
 from .work import (
     AsyncEvent,

@@ -1,9 +1,12 @@
 """The NIC model: work-queue engines, the transmit arbiter and the RC transport.
 
-``Nic`` holds the adapter's state (resources, PCIe, completions, errors); its behaviour
-is split by concept into mixins: ``work_queue`` (posting, engines), ``port`` (transmit
-arbiter), ``responder`` and ``requester`` (the two halves of RC); ``qp`` has the state
-records and constants they share.
+``Nic`` composes the adapter from parts, each a class with declared state that owns its
+rules: ``memory`` (the MPT: registration, gather, scatter), ``pcie`` (the host bus),
+``engine`` (``work_queue``: posting, doorbells, the engines, packetisation), ``port``
+(the transmit arbiter), ``requester`` and ``responder`` (the two halves of RC). The
+``Nic`` itself keeps what spans them: the QP and SRQ tables, the receive dispatch, the
+completion writes and a QP's transition to ERROR (which empties every part's queues).
+``qp`` has the per-QP state objects the parts work on, and the constants they share.
 
 What a device model decides here (all from ``DeviceModel`` data, no vendor subclasses):
 
@@ -36,24 +39,13 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
-from .packet import (
-    Packet,
-)
+from .memory import HwMr, MemoryTable
+from .packet import ACK, DATA, NAK_RNR, NAK_SEQ, READ_REQ, READ_RESP, TERMINATE, Packet
+from .pcie import PcieBus
 from .port import TransmitPort
-from .qp import (
-    HEADER_BYTES,
-    PCIE_REQUEST_BYTES,
-    HwMr,
-    HwQp,
-    HwSrq,
-    QpState,
-    _flush_wc,
-    _trace_id,
-)
+from .qp import HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, trace_id
 from .requester import Requester
 from .responder import Responder
 from .work import (
@@ -69,8 +61,11 @@ from .work_queue import WorkQueueEngine
 
 __all__ = ["Nic"]
 
+_RTR = QpState.RTR
+_ERROR = QpState.ERROR
 
-class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
+
+class Nic:
     """One RDMA NIC (one port) attached to a fabric.
 
     Several processes of a host share it, each through its own verbs context: QP numbers,
@@ -80,43 +75,54 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
     own LID is looped back inside the adapter, never reaching the switch.
     """
 
+    __slots__ = (
+        "sim",
+        "model",
+        "fabric",
+        "name",
+        "lid",
+        "qps",
+        "memory",
+        "pcie",
+        "port",
+        "engine",
+        "requester",
+        "responder",
+        "post_send",
+        "post_recv",
+        "_next_qpn",
+        "_next_srq",
+    )
+
     def __init__(self, sim, model, fabric, name: str):
         self.sim = sim
         self.model = model
         self.fabric = fabric
         self.name = name
-        self.header_bytes = HEADER_BYTES["iwarp" if model.transport == "iwarp" else "ib"]
-        self.iwarp = model.transport == "iwarp"
-        self.shared_wq = model.work_queue == "shared"
         self.lid = fabric.attach(self)
-        self.mpt: dict[int, HwMr] = {}
         self.qps: dict[int, HwQp] = {}
-        self._next_key = 0x100
-        self._next_addr = 0x10000000
         self._next_qpn = 0x40
         self._next_srq = 1
-        self._ps_per_byte = model.ps_per_byte
-        self._pcie_ps_per_byte = model.pcie_ps_per_byte
-        self._pcie_to_nic = 0  # when each PCIe direction is free again (ps)
-        self._pcie_to_host = 0
-        # transmit arbiter: control packets first, then round-robin over QPs
-        self._ctrl: deque[Packet] = deque()
-        self._active: deque[HwQp] = deque()
-        self._tx_busy = False
-        self.bytes_transmitted = 0
+        iwarp = model.transport == "iwarp"
+        header_bytes = HEADER_BYTES["iwarp" if iwarp else "ib"]
+        self.memory = MemoryTable()
+        self.pcie = PcieBus(sim, model)
+        self.port = TransmitPort(self)
+        self.engine = WorkQueueEngine(self, header_bytes, model.work_queue == "shared")
+        self.requester = Requester(self)
+        self.responder = Responder(self, header_bytes, iwarp)
+        self.port.engine = self.engine
+        self.port.requester = self.requester
+        self.post_send = self.engine.post_send
+        """``ibv_post_send``'s doorbell: the engine takes the WR from here."""
+        self.post_recv = self.engine.post_recv
 
     # -- resources -----------------------------------------------------------------------
     def register_mr(self, buffer: np.ndarray, access: int) -> HwMr:
-        key = self._next_key
-        self._next_key += 1
-        addr = self._next_addr
-        self._next_addr += (buffer.nbytes + 4095) // 4096 * 4096 + 4096
-        mr = HwMr(buffer, addr, key, access)
-        self.mpt[key] = mr
-        return mr
+        return self.memory.register(buffer, access)
 
     def deregister_mr(self, mr: HwMr) -> None:
-        self.mpt.pop(mr.lkey, None)
+        self.memory.deregister(mr)
 
     def create_qp(self, send_cq, recv_cq, srq, max_send_wr: int, async_handler=None) -> HwQp:
         qpn = self._next_qpn
@@ -144,97 +150,101 @@ class Nic(WorkQueueEngine, TransmitPort, Responder, Requester):
         if handler is not None:
             handler(AsyncEvent(event_type, self.sim.now, qp_num, reason))
 
-    def _dma(self, nbytes: int, to_nic: bool) -> int:
-        """Delay until ``nbytes`` have crossed PCIe: each direction is one shared bus
-        (reads host->NIC for sends and READ responses, writes NIC->host for receives), so
-        concurrent transfers queue for it; then the bus latency. A transfer no larger than
-        one PCIe request (``PCIE_REQUEST_BYTES``) slips between the requests of larger
-        ones instead of waiting for them to finish, as interleaved DMA requests do; it
-        still uses its share of the bandwidth."""
-        now = self.sim.now
-        busy = self._pcie_to_nic if to_nic else self._pcie_to_host
-        start = busy if busy > now else now
-        xfer = int(nbytes * self._pcie_ps_per_byte)
-        end = start + xfer
-        if to_nic:
-            self._pcie_to_nic = end
-        else:
-            self._pcie_to_host = end
-        if nbytes <= PCIE_REQUEST_BYTES:
-            end = now + xfer
-        pl = self.model.pcie_latency
-        sim = self.sim
-        return end - now + (pl[1] if sim.nominal else sim.duration("nic.pcie", *pl))
-
-    def _dur(self, label: str, interval) -> int:
-        return self.sim.duration(label, interval[0], interval[1], interval[2])
+    # -- the receive side of the port ----------------------------------------------------
+    def receive_packet(self, pkt: Packet) -> None:
+        """A packet off the link (or looped back): the responder takes requests, the
+        requester the answers to its own."""
+        qp = self.qps.get(pkt.dst_qpn)
+        if qp is None or qp.state < _RTR:
+            return  # no such QP (or not ready): dropped, as a real HCA does
+        kind = pkt.kind
+        if kind == DATA:
+            self.responder.rx_data(qp, pkt)
+        elif kind == ACK:
+            self.requester.rx_ack(qp, pkt.msn)
+        elif kind == READ_RESP:
+            self.requester.rx_read_resp(qp, pkt)
+        elif kind == READ_REQ:
+            self.responder.rx_read_req(qp, pkt)
+        elif kind == NAK_RNR:
+            self.requester.rx_rnr_nak(qp, pkt)
+        elif kind == NAK_SEQ:
+            self.requester.rx_seq_nak(qp, pkt)
+        elif kind == TERMINATE:
+            self.requester.rx_terminate(qp, pkt)
+        else:  # NAK_ACCESS / NAK_INVALID
+            self.requester.rx_error_nak(qp, pkt)
 
     # -- errors and completions ----------------------------------------------------------
-    def _requester_error(self, qp: HwQp, wr: SendWR, status: WcStatus, reason: str) -> None:
+    def fail_send(self, qp: HwQp, wr: SendWR, status: WcStatus, reason: str) -> None:
         """Complete ``wr`` with ``status`` (always, signaled or not), then flush the rest."""
-        for i, msg in enumerate(qp.inflight):
+        inflight = qp.req.inflight
+        for i, msg in enumerate(inflight):
             if msg.wr is wr:
-                del qp.inflight[i]
+                del inflight[i]
                 break
-        qp.sq_outstanding -= 1
+        qp.sq.outstanding -= 1
         wc = WorkCompletion(wr.wr_id, status, wc_opcode_of(wr.opcode), qp.qpn, 0, vendor_err=1)
-        self._push_cqe(qp, qp.send_cq, wc, True)
+        self.push_cqe(qp, qp.send_cq, wc, True)
         tr = self.sim.tracer
         if tr is not None:
             tr.emit(
                 "hw",
                 "wc_error",
                 qp.actor,
-                wr_id=_trace_id(wr.wr_id),
+                wr_id=trace_id(wr.wr_id),
                 status=status.name,
                 reason=reason,
             )
-        self._to_error(qp, None)
+        self.to_error(qp, None)
 
-    def _to_error(self, qp: HwQp, async_reason: str | None) -> None:
-        """QP to ERROR: every outstanding WR completes with WR_FLUSH_ERR."""
-        if qp.state == QpState.ERROR:
+    def to_error(self, qp: HwQp, async_reason: str | None) -> None:
+        """QP to ERROR: every outstanding WR completes with WR_FLUSH_ERR, in every part's
+        queue (in flight, not yet started, posted receives); with ``async_reason`` the
+        owner also hears QP_FATAL (a transport failure, not ``modify_qp(ERROR)``)."""
+        if qp.state == _ERROR:
             return
-        qp.state = QpState.ERROR
+        qp.state = _ERROR
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("hw", "qp_error", qp.actor, reason=async_reason or "error completion")
-        qp.tx.clear()
-        qp.paused = False
-        flushed_sends = [msg.wr for msg in qp.inflight]
-        qp.inflight.clear()
-        for item in qp.work:
+        qp.tx.packets.clear()
+        qp.tx.paused = False
+        inflight = qp.req.inflight
+        flushed_sends = [msg.wr for msg in inflight]
+        inflight.clear()
+        wq = qp.wq
+        for item in wq.fifo:
             if type(item) is not list:
                 flushed_sends.append(item)
-        qp.work.clear()
-        qp.leaving.clear()
+        wq.fifo.clear()
+        wq.leaving.clear()
         for wr in flushed_sends:
-            self._flush_send(qp, wr)
-        while qp.rq:
-            wr = qp.rq.popleft()[0]
-            self._push_cqe(qp, qp.recv_cq, _flush_wc(qp, wr, WcOpcode.RECV), False)
-        if qp.cur_recv is not None:
-            self._push_cqe(qp, qp.recv_cq, _flush_wc(qp, qp.cur_recv, WcOpcode.RECV), False)
-            qp.cur_recv = None
+            self.flush_send(qp, wr)
+        entries = qp.rq.entries
+        while entries:
+            wr = entries.popleft()[0]
+            self.push_cqe(qp, qp.recv_cq, flush_wc(qp, wr, WcOpcode.RECV), False)
+        resp = qp.resp
+        if resp.cur_recv is not None:
+            self.push_cqe(qp, qp.recv_cq, flush_wc(qp, resp.cur_recv, WcOpcode.RECV), False)
+            resp.cur_recv = None
         if async_reason is not None:
             self.raise_async(qp.async_handler, AsyncEventType.QP_FATAL, qp.qpn, async_reason)
 
-    def _flush_send(self, qp: HwQp, wr: SendWR) -> None:
-        qp.sq_outstanding -= 1
-        self._push_cqe(qp, qp.send_cq, _flush_wc(qp, wr, wc_opcode_of(wr.opcode)), True)
+    def flush_send(self, qp: HwQp, wr: SendWR) -> None:
+        """``wr`` completes with WR_FLUSH_ERR (the QP is in ERROR)."""
+        qp.sq.outstanding -= 1
+        self.push_cqe(qp, qp.send_cq, flush_wc(qp, wr, wc_opcode_of(wr.opcode)), True)
 
-    def _push_cqe(self, qp: HwQp, cq, wc: WorkCompletion, send_side: bool, extra: int = 0):
+    def push_cqe(self, qp: HwQp, cq, wc: WorkCompletion, send_side: bool, extra: int = 0):
         """Write a CQE after the completion-write latency, in order per QP and side."""
         sim = self.sim
         now = sim.now
         c = self.model.cqe
         when = now + extra + (c[1] if sim.nominal else sim.duration("nic.cqe", *c))
-        if send_side:
-            if when < qp.last_send_cqe:
-                when = qp.last_send_cqe
-            qp.last_send_cqe = when
-        else:
-            if when < qp.last_recv_cqe:
-                when = qp.last_recv_cqe
-            qp.last_recv_cqe = when
+        side = qp.sq if send_side else qp.rq
+        if when < side.last_cqe:
+            when = side.last_cqe
+        side.last_cqe = when
         sim.schedule(when - now, cq.push, wc)

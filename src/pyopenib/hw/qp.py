@@ -1,13 +1,20 @@
-"""Hardware state of queue pairs, SRQs and memory regions, and the constants of the NIC
-model (header sizes, RNR and ACK timer encodings). The engines that act on them are in
-``nic`` and its parts (``work_queue``, ``port``, ``requester``, ``responder``)."""
+"""Hardware state of queue pairs and SRQs, and the constants of the RC transport model
+(header sizes, RNR and ACK timer encodings).
+
+A QP's hardware context is grouped by the rules that govern it, one state object per part
+of the NIC that moves it: ``sq`` (send-queue accounting, verbs' *send queue full*),
+``rq`` (posted receives and when each becomes usable), ``wq`` (what the work-queue engine
+processes), ``tx`` (packets ready for the transmit port), ``req`` (the RC requester: MSNs,
+PSNs, messages in flight, the transport timer) and ``resp`` (the RC responder: expected
+PSN, the message being received). The ``HwQp`` itself holds what ``ibv_modify_qp`` sets.
+The parts that act on them are in ``nic`` (``work_queue``, ``port``, ``requester``,
+``responder``)."""
 
 from __future__ import annotations
 
 from collections import deque
 from enum import IntEnum
-
-import numpy as np
+from typing import Protocol
 
 from .packet import (
     Packet,
@@ -25,17 +32,12 @@ from .work import (
 __all__ = [
     "HwQp",
     "HwSrq",
-    "HwMr",
     "QpState",
-    "Access",
     "HEADER_BYTES",
     "rnr_timer_ps",
     "ack_timeout_ps",
+    "trace_id",
 ]
-
-PCIE_REQUEST_BYTES = 512
-"""PCIe max read request size of the era's chipsets (512 B is the common default): the
-granularity at which DMA transfers of different work requests interleave."""
 
 HEADER_BYTES = {"ib": 26, "iwarp": 78}
 """Per-packet wire overhead. IB: LRH 8 + BTH 12 + ICRC 4 + VCRC 2. iWARP over Ethernet:
@@ -51,6 +53,7 @@ behind the wire and keeps the receive-ordering property intact (a receive entry 
 waits for every earlier send to leave). An assumption about the RDMA engine, not a
 documented figure (see docs/devices.md, Transport model)."""
 
+# the rows of IBTA table 45, as printed there
 _RNR_TIMER_MS = (
     655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96,
     1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92,
@@ -78,34 +81,7 @@ class QpState(IntEnum):
     ERROR = 6
 
 
-class Access(IntEnum):
-    LOCAL_WRITE = 1
-    REMOTE_WRITE = 2
-    REMOTE_READ = 4
-    REMOTE_ATOMIC = 8
-
-
 _CONSUMES_RECV = (WrOpcode.SEND, WrOpcode.SEND_WITH_IMM, WrOpcode.RDMA_WRITE_WITH_IMM)
-
-
-class HwMr:
-    """A memory region as the NIC's translation table sees it."""
-
-    __slots__ = ("buffer", "addr", "length", "lkey", "rkey", "access", "on_remote_write")
-
-    def __init__(self, buffer: np.ndarray, addr: int, key: int, access: int):
-        self.on_remote_write = None
-        """Called after an RDMA WRITE lands: stands for a host CPU polling that memory
-        (Open MPI's eager-RDMA rings), so a blocked rank wakes without a completion."""
-        self.buffer = buffer
-        self.addr = addr
-        self.length = buffer.nbytes
-        self.lkey = key
-        self.rkey = key
-        self.access = access
-
-    def contains(self, addr: int, length: int) -> bool:
-        return self.addr <= addr and addr + length <= self.addr + self.length
 
 
 class _Msg:
@@ -126,8 +102,16 @@ class _Msg:
 class HwSrq:
     """A shared receive queue: receives usable ``recv_usable`` after posting, limit event."""
 
-    __slots__ = ("nic", "max_wr", "entries", "limit", "armed", "srq_num", "last_ready",
-                 "async_handler")  # fmt: skip
+    __slots__ = (
+        "nic",
+        "max_wr",
+        "entries",
+        "limit",
+        "armed",
+        "srq_num",
+        "last_ready",
+        "async_handler",
+    )
 
     def __init__(self, nic, max_wr: int, srq_num: int, async_handler=None):
         self.nic = nic
@@ -157,9 +141,15 @@ class HwSrq:
         if self.armed and len(entries) < self.limit:
             self.armed = False
             # ibverbs names the SRQ in the event; the model carries its number in qp_num
-            self.nic.raise_async(self.async_handler, AsyncEventType.SRQ_LIMIT_REACHED,
-                                 self.srq_num, "limit reached")  # fmt: skip
+            self.nic.raise_async(
+                self.async_handler, AsyncEventType.SRQ_LIMIT_REACHED, self.srq_num, "limit reached"
+            )
         return wr
+
+    def backlog(self) -> tuple[int, int]:
+        """(posted receives, of which usable)."""
+        entries = self.entries
+        return len(entries), sum(1 for e in entries if e[1])
 
     def arm(self, limit: int) -> None:
         self.limit = limit
@@ -170,13 +160,186 @@ def _mark_usable(entry) -> None:
     entry[1] = True
 
 
-class HwQp:
-    """An RC queue pair's hardware context: requester and responder state."""
+class SendQueue:
+    """The send queue's accounting: WRs posted and not yet completed (verbs refuses a
+    post beyond ``max_send_wr``), unsignaled WRs retired since the last signaled one
+    (their slots come back with its completion, as on real HCAs), and when the last send
+    CQE is written (send completions of a QP appear in order)."""
 
-    def __init__(self, nic, qpn: int, send_cq, recv_cq, srq: HwSrq | None, max_send_wr: int,
-                 async_handler=None):  # fmt: skip
+    __slots__ = ("outstanding", "unsignaled", "last_cqe")
+
+    def __init__(self):
+        self.outstanding = 0
+        self.unsignaled = 0
+        self.last_cqe = 0
+
+
+class ReceiveQueue:
+    """Posted receives, in order, each ``[RecvWR, usable]``: a receive becomes usable
+    some time after ``post_recv`` (``recv_usable``, or after the sends ahead of it on a
+    shared work queue), in posting order; a SEND consumes the oldest one only if usable.
+    ``last_cqe``: when the last receive CQE is written (in order, like the send side)."""
+
+    __slots__ = ("entries", "last_ready", "last_cqe")
+
+    def __init__(self):
+        self.entries: deque = deque()
+        self.last_ready = 0
+        self.last_cqe = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def take(self) -> RecvWR | None:
+        """The oldest receive, if it is usable (else None: the responder cannot place a
+        SEND)."""
+        entries = self.entries
+        if entries and entries[0][1]:
+            return entries.popleft()[0]
+        return None
+
+    def backlog(self) -> tuple[int, int]:
+        """(posted receives, of which usable)."""
+        entries = self.entries
+        return len(entries), sum(1 for e in entries if e[1])
+
+
+class WorkQueue:
+    """What the work-queue engine processes: ``fifo`` is the send engine's queue on a
+    ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one;
+    ``leaving`` the MSNs of sends fetched but not yet fully on the wire (shared: a receive
+    entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order."""
+
+    __slots__ = ("fifo", "busy", "leaving", "last_doorbell")
+
+    def __init__(self):
+        self.fifo: deque = deque()
+        self.busy = False
+        self.leaving: deque[int] = deque()
+        self.last_doorbell = 0
+
+    def queued_sends(self) -> int:
+        """Sends the engine has not started yet (receive entries are lists)."""
+        return sum(1 for item in self.fifo if type(item) is not list)
+
+
+class TransmitQueue:
+    """A QP's packets ready for the transmit port, which serves QPs round-robin per packet;
+    ``paused`` between an RNR NAK and the retransmission (the port skips the QP)."""
+
+    __slots__ = ("packets", "in_arbiter", "paused")
+
+    def __init__(self):
+        self.packets: deque[Packet] = deque()
+        self.in_arbiter = False
+        self.paused = False
+
+
+class RequesterState:
+    """The RC requester of one QP: message and packet sequence numbers, the messages sent
+    and not yet acknowledged, the transport timer (one per QP, re-armed lazily: see
+    ``Requester.rto_expired``), the READ response being received, and its counters."""
+
+    __slots__ = (
+        "next_msn",
+        "next_psn",
+        "inflight",
+        "rto_idle",
+        "rto_armed",
+        "rto_base",
+        "retries",
+        "resp_msn",
+        "resp_next",
+        "rnr_naks_received",
+        "retransmissions",
+        "bytes_sent",
+        "messages_sent",
+    )
+
+    def __init__(self):
+        self.next_msn = 0
+        self.next_psn = 0
+        self.inflight: deque[_Msg] = deque()
+        self.rto_idle = True  # nothing transmitted is waiting for an acknowledgement
+        self.rto_armed = False
+        self.rto_base = 0  # when the timer (re)started: first transmission or progress
+        self.retries = 0  # consecutive retries without progress, against ``retry_cnt``
+        self.resp_msn = -1  # the READ response being received, and its next packet
+        self.resp_next = 0
+        self.rnr_naks_received = 0
+        self.retransmissions = 0
+        self.bytes_sent = 0
+        self.messages_sent = 0
+
+
+class ResponderState:
+    """The RC responder of one QP: the next message and packet expected, the receive and
+    the WRITE target of the message being received, whether it has NAKed the current gap
+    (one sequence NAK per gap, as IB responders do) or is waiting out its own RNR NAK."""
+
+    __slots__ = (
+        "expected_msn",
+        "expected_psn",
+        "seq_nak_sent",
+        "cur_recv",
+        "cur_write",
+        "rnr_waiting",
+        "rnr_naks_sent",
+    )
+
+    def __init__(self):
+        self.expected_msn = 0
+        self.expected_psn = 0
+        self.seq_nak_sent = False
+        self.cur_recv: RecvWR | None = None
+        self.cur_write = None
+        self.rnr_waiting = False
+        self.rnr_naks_sent = 0
+
+
+class HwQp:
+    """An RC queue pair's hardware context: the attributes ``ibv_modify_qp`` sets, and the
+    state of each part of the NIC that works on it (see the module docstring)."""
+
+    __slots__ = (
+        "nic",
+        "qpn",
+        "actor",
+        "async_handler",
+        "send_cq",
+        "recv_cq",
+        "srq",
+        "max_send_wr",
+        "state",
+        "dest_lid",
+        "dest_qpn",
+        "path_mtu",
+        "rnr_retry",
+        "min_rnr_timer",
+        "retry_cnt",
+        "timeout",
+        "sq",
+        "rq",
+        "wq",
+        "tx",
+        "req",
+        "resp",
+    )
+
+    def __init__(
+        self,
+        nic,
+        qpn: int,
+        send_cq,
+        recv_cq,
+        srq: HwSrq | None,
+        max_send_wr: int,
+        async_handler=None,
+    ):
         self.nic = nic
         self.qpn = qpn
+        self.actor = f"{nic.name}/qp{qpn}"
+        """The QP as trace events name it."""
         self.async_handler = async_handler  # the owning context's (affiliated events)
         self.send_cq = send_cq
         self.recv_cq = recv_cq
@@ -190,61 +353,36 @@ class HwQp:
         self.min_rnr_timer = 12
         self.retry_cnt = 7
         self.timeout = 20
-        # requester
-        self.next_msn = 0
-        self.next_psn = 0
-        self.inflight: deque[_Msg] = deque()
-        self.tx: deque[Packet] = deque()
-        self.in_arbiter = False
-        self.paused = False  # between an RNR NAK and the retransmission
-        self.sq_outstanding = 0
-        self._unsignaled_pending = 0
-        # transport timer: one per QP, re-armed lazily (see ``Nic._rto_expired``)
-        self.rto_idle = True  # nothing transmitted is waiting for an acknowledgement
-        self.rto_armed = False
-        self.rto_base = 0  # when the timer (re)started: first transmission or progress
-        self.retries = 0  # consecutive retries without progress, against ``retry_cnt``
-        self.resp_msn = -1  # the READ response being received, and its next packet
-        self.resp_next = 0
-        # work queues (``work`` is the single FIFO of a shared device, ``sq`` the send
-        # engine's queue of a split device)
-        self.work: deque = deque()
-        self.engine_busy = False
-        self.leaving: deque[int] = deque()  # shared: msns fetched, not yet fully on the wire
-        self.rq: deque = deque()  # [RecvWR, usable]
-        # responder
-        self.expected_msn = 0
-        self.expected_psn = 0
-        self.seq_nak_sent = False  # one sequence-error NAK per gap, as IB responders do
-        self.cur_recv: RecvWR | None = None
-        self.cur_write = None
-        self.rnr_waiting = False
-        self.last_send_cqe = 0
-        self.last_recv_cqe = 0
-        self.last_doorbell = 0
-        self.last_rq_ready = 0
-        # statistics
-        self.rnr_naks_sent = 0
-        self.rnr_naks_received = 0
-        self.bytes_sent = 0
-        self.messages_sent = 0
-        self.retransmissions = 0
-
-    @property
-    def actor(self) -> str:
-        return f"{self.nic.name}/qp{self.qpn}"
+        self.sq = SendQueue()
+        self.rq = ReceiveQueue()
+        self.wq = WorkQueue()
+        self.tx = TransmitQueue()
+        self.req = RequesterState()
+        self.resp = ResponderState()
 
     def recv_backlog(self) -> tuple[int, int]:
         """(posted receives, of which usable) — what a race report wants to show."""
-        src = self.srq.entries if self.srq is not None else self.rq
-        return len(src), sum(1 for e in src if e[1])
+        return self.srq.backlog() if self.srq is not None else self.rq.backlog()
+
+    def queued_sends(self) -> int:
+        """Sends posted and not yet started by the work-queue engine."""
+        return self.wq.queued_sends()
 
 
-def _trace_id(wr_id) -> int:
-    """A wr_id as a trace value: ints as they are; objects by their ``trace_id`` (a
-    deterministic number), never by ``repr`` (addresses differ between runs)."""
-    return wr_id if type(wr_id) is int else getattr(wr_id, "trace_id", -1)
+class TracedWrId(Protocol):
+    """What a ``wr_id`` that is not an int declares: a deterministic number for traces
+    (ibverbs' wr_id is an opaque u64; here it may be the poster's own object, which the
+    NIC never inspects beyond this)."""
+
+    trace_id: int
 
 
-def _flush_wc(qp: HwQp, wr, opcode: WcOpcode) -> WorkCompletion:
+def trace_id(wr_id: int | TracedWrId) -> int:
+    """A wr_id as a trace value: ints as they are, objects by their ``trace_id``; never
+    by ``repr`` (addresses differ between runs)."""
+    return wr_id if type(wr_id) is int else wr_id.trace_id
+
+
+def flush_wc(qp: HwQp, wr, opcode: WcOpcode) -> WorkCompletion:
+    """The WR_FLUSH_ERR completion of ``wr`` on a QP in ERROR."""
     return WorkCompletion(wr.wr_id, WcStatus.WR_FLUSH_ERR, opcode, qp.qpn, 0)

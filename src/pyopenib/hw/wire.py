@@ -66,8 +66,15 @@ class LossRule:
 
 
 class _SwitchPort:
-    __slots__ = ("nic", "ps_per_byte", "link_latency", "busy_until", "bytes_out", "last_in",
-                 "last_out")  # fmt: skip
+    __slots__ = (
+        "nic",
+        "ps_per_byte",
+        "link_latency",
+        "busy_until",
+        "bytes_out",
+        "last_in",
+        "last_out",
+    )
 
     def __init__(self, nic, ps_per_byte: float, link_latency):
         self.nic = nic
@@ -117,8 +124,16 @@ class Fabric:
             self.packets_lost += 1
             tr = sim.tracer
             if tr is not None:
-                tr.emit("wire", "loss", f"lid{src_lid}", packet=KIND_NAMES[pkt.kind],
-                        dst=pkt.dst_lid, qpn=pkt.dst_qpn, msn=pkt.msn, psn=pkt.psn)  # fmt: skip
+                tr.emit(
+                    "wire",
+                    "loss",
+                    f"lid{src_lid}",
+                    packet=KIND_NAMES[pkt.kind],
+                    dst=pkt.dst_lid,
+                    qpn=pkt.dst_qpn,
+                    msn=pkt.msn,
+                    psn=pkt.psn,
+                )
             return
         src = self._ports[src_lid]
         now = sim.now

@@ -8,6 +8,8 @@ privatizes what a process would own:
 * each rank runs the program in a ``ModuleType('__main__')`` of its own, so
   ``unittest.main()``, ``pickle`` of the program's classes and ``if __name__ == "__main__"``
   find the program and not pyopenib's CLI;
+* each rank has its own ``sys.argv`` (a copy of the job's command line), so a rank that
+  rewrites it (``mpi4py.run`` does, before running the program) does not change its peers';
 * a module imported during the job from outside the standard library, site-packages and
   pyopenib (the program's own modules, anything on its directory or ``PYTHONPATH``) is
   *private*: each rank that imports it runs it afresh and keeps its copy. Every other module
@@ -84,7 +86,7 @@ class RankModules:
     name found but not yet loaded has the value ``None``. ``__main__`` is kept apart: it is
     the one private module every rank has, so the trace function swaps it by itself."""
 
-    __slots__ = ("rank", "main", "table")
+    __slots__ = ("rank", "main", "table", "argv")
 
     def __init__(self, rank: int, path: str):
         self.rank = rank
@@ -97,6 +99,7 @@ class RankModules:
         main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
         self.main = main
         self.table: dict[str, types.ModuleType | None] = {}
+        self.argv: list[str] = []  # set from the job's command line when the rank starts
 
     def take_out(self, modules: dict) -> None:
         """Move this rank's entries from ``modules`` (``sys.modules``) into the table (the
@@ -105,6 +108,7 @@ class RankModules:
         main = modules.get("__main__")
         if main is not None:
             self.main = main  # the program may have put something else there
+        self.argv = sys.argv
         table = self.table
         pop = modules.pop
         for name in table:
@@ -117,6 +121,7 @@ class RankModules:
             del self.table[name]
 
     def put_in(self, modules: dict) -> None:
+        sys.argv = self.argv
         modules["__main__"] = self.main
         modules.update(self.table)
 
@@ -158,6 +163,7 @@ class ModuleSpace:
         self.classifier = Classifier(self)
 
     def enter(self, glet, rank: RankModules) -> None:
+        rank.argv = list(self._argv)
         self._ranks[glet] = rank
         self._install(rank)
 
@@ -186,6 +192,8 @@ class ModuleSpace:
                     main = get("__main__")
                     if main is not old.main and main is not None:
                         old.main = main  # the program put something else there
+                    old.argv = sys.argv
+                    sys.argv = rank.argv
                     table = old.table
                     if table:
                         for name in table:
@@ -203,6 +211,7 @@ class ModuleSpace:
 
     def __enter__(self):
         self._host_main = sys.modules.get("__main__")
+        self._argv = list(sys.argv)  # the job's command line, each rank's own copy of it
         sys.meta_path.insert(0, self.classifier)
         self._chained = greenlet.gettrace()
         greenlet.settrace(self._tracer(self._chained))

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hw import AsyncEvent, AsyncEventType, Nic, QpState, RecvWR, SendFlags, SendWR, WorkCompletion
-from ..hw.qp import HwMr, HwQp, HwSrq
+from ..hw.memory import HwMr
+from ..hw.qp import HwQp, HwSrq
 
 __all__ = [
     "VerbsError",
@@ -280,8 +281,10 @@ class QueuePair:
         """The QP's diagnostics (``QpCounters``), for statistics and failure reports."""
         hw = self.hw
         posted, usable = hw.recv_backlog()
-        queued_sends = sum(1 for item in hw.work if type(item) is not list)
-        return QpCounters(hw.rnr_naks_received, hw.retransmissions, posted, usable, queued_sends)
+        req = hw.req
+        return QpCounters(
+            req.rnr_naks_received, req.retransmissions, posted, usable, hw.queued_sends()
+        )
 
     def destroy(self) -> None:
         """``ibv_destroy_qp``: the NIC forgets the QP (a packet for its number finds no
@@ -321,7 +324,7 @@ class QueuePair:
             else:
                 raise VerbsError(errno.EINVAL, f"modify_qp: unknown attribute {name}")
         if state == QpState.ERROR:
-            self.context.nic._to_error(hw, None)
+            self.context.nic.to_error(hw, None)
         else:
             hw.state = state
 
@@ -330,14 +333,14 @@ class QueuePair:
         hw = self.hw
         if hw.state not in _CAN_SEND:
             raise VerbsError(errno.EINVAL, f"post_send on QP {hw.qpn} in state {hw.state.name}")
-        if hw.sq_outstanding >= self.max_send_wr:
+        if hw.sq.outstanding >= self.max_send_wr:
             raise VerbsError(errno.ENOMEM, f"post_send on QP {hw.qpn}: send queue full")
         if wr.send_flags & _INLINE:
             sg = wr.sg_list
             length = sg[0].length if len(sg) == 1 else wr.length
             if length > self.max_inline:
                 raise VerbsError(errno.EINVAL, f"post_send: inline {length} > {self.max_inline}")
-            data = self.context.nic._gather(wr)
+            data = self.context.nic.memory.gather(wr)
             if data is None:
                 raise VerbsError(errno.EINVAL, "post_send: inline SGE outside its MR")
             wr.inline_data = data

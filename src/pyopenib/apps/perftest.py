@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import PyopenibError, register_topics
 from ..sim import PS_PER_US, make_simulator
-from . import (
+from ..verbs import (
     Access,
     CompletionQueue,
     QpState,
@@ -206,8 +206,12 @@ class _Run:
         for i, qp in enumerate(self.qp):
             peer = self.qp[1 - i]
             qp.modify(QpState.INIT)
-            qp.modify(QpState.RTR, dest_lid=self.ctx[1 - i].nic.lid, dest_qp_num=peer.qp_num,
-                      path_mtu=model.mtu_max)  # fmt: skip
+            qp.modify(
+                QpState.RTR,
+                dest_lid=self.ctx[1 - i].nic.lid,
+                dest_qp_num=peer.qp_num,
+                path_mtu=model.mtu_max,
+            )
             qp.modify(QpState.RTS)
 
     def setup(self) -> PerftestSetup:
@@ -216,9 +220,19 @@ class _Run:
             for c, qp in zip(self.ctx, self.qp, strict=True)
         ]
         m = self.model
-        return PerftestSetup(self.test, m.id, m.transport, m.link_layer, m.mtu_max,
-                             self.tx_depth, self.rx_depth, self.max_inline,
-                             self.cq_mod, ends[0], ends[1])  # fmt: skip
+        return PerftestSetup(
+            self.test,
+            m.id,
+            m.transport,
+            m.link_layer,
+            m.mtu_max,
+            self.tx_depth,
+            self.rx_depth,
+            self.max_inline,
+            self.cq_mod,
+            ends[0],
+            ends[1],
+        )
 
     # -- verbs helpers ----------------------------------------------------------------
     def _sge(self, side: int, region: int = 0) -> tuple[Sge, ...]:
@@ -231,8 +245,14 @@ class _Run:
             flags |= SendFlags.INLINE
         peer = self.mr[1 - side]
         region = 1 if opcode == WrOpcode.RDMA_READ else 0  # a READ lands in our recv region
-        return SendWR(wr_id, opcode, self._sge(side, region), flags,
-                      remote_addr=peer.addr + (1 - region) * self.size, rkey=peer.rkey)  # fmt: skip
+        return SendWR(
+            wr_id,
+            opcode,
+            self._sge(side, region),
+            flags,
+            remote_addr=peer.addr + (1 - region) * self.size,
+            rkey=peer.rkey,
+        )
 
     def _post_recv(self, side: int, wr_id: int) -> None:
         self.qp[side].post_recv(RecvWR(wr_id, self._sge(side, 1)))
@@ -252,9 +272,15 @@ class _Run:
         wcs = cq.poll(_POLL_BATCH)
         for wc in wcs:
             if wc.status != WcStatus.SUCCESS:
-                raise PyopenibError("perftest-completion-error", exit_code=3, test=self.test,
-                                    device=self.model.id, wr_id=wc.wr_id, status=wc.status.name,
-                                    time_us=sim.now / PS_PER_US)  # fmt: skip
+                raise PyopenibError(
+                    "perftest-completion-error",
+                    exit_code=3,
+                    test=self.test,
+                    device=self.model.id,
+                    wr_id=wc.wr_id,
+                    status=wc.status.name,
+                    time_us=sim.now / PS_PER_US,
+                )
             sim.sleep(self._poll_cost())
         return wcs
 
@@ -275,9 +301,15 @@ class _Run:
             procs.append(sim.spawn(server, self, name="server"))
         sim.run()
         if not all(p.triggered for p in procs):
-            raise PyopenibError("perftest-stalled", exit_code=3, test=self.test,
-                                device=self.model.id, time_us=sim.now / PS_PER_US,
-                                done=0, iters=self.iters)  # fmt: skip
+            raise PyopenibError(
+                "perftest-stalled",
+                exit_code=3,
+                test=self.test,
+                device=self.model.id,
+                time_us=sim.now / PS_PER_US,
+                done=0,
+                iters=self.iters,
+            )
         stamps = procs[0].value
         if self.latency:
             factor = 1 if self.test == "read_lat" else 2
@@ -411,9 +443,17 @@ def _latency(size: int, iters: int, stamps: list[int], rtt_factor: int) -> Laten
     def percentile(p: float) -> float:
         return float(delta[min(n - 1, max(0, math.ceil(n * p) - 1))])
 
-    return LatencyResult(size, iters, float(delta[0]), float(delta[-1]), float(typical),
-                         float(delta.mean()), float(delta.std()), percentile(0.99),
-                         percentile(0.999))  # fmt: skip
+    return LatencyResult(
+        size,
+        iters,
+        float(delta[0]),
+        float(delta[-1]),
+        float(typical),
+        float(delta.mean()),
+        float(delta.std()),
+        percentile(0.99),
+        percentile(0.999),
+    )
 
 
 def _bandwidth(size, iters, posted_at, completed_at, cq_mod: int = 1) -> BandwidthResult:

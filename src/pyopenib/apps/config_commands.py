@@ -1,26 +1,26 @@
-"""``pyopenib info`` and ``pyopenib ini``: the config layer's commands.
+"""``pyopenib info`` and ``pyopenib ini``: the commands that show the configuration.
 
 ``info`` prints the MCA variables like ``ompi_info --param btl openib --level N``
 (optionally the effective settings of one device); ``ini check`` validates
 device-params INI files; ``ini show`` resolves one device's INI values and says which
-file, line and section each came from. This module is the only place in config that
-reads the process environment (through ``load_mca_from_process``).
+file, line and section each came from. The settings are read from the process
+(``load_mca_from_process``), as ``ompi_info`` reads them.
 """
 
 from __future__ import annotations
 
 import click
 
+from ..config.device_ids import DEVICES_TOML, device_ids
+from ..config.device_params import load_device_params
+from ..config.effective import effective_settings
+from ..config.info import render_effective, render_human, render_parsable
+from ..config.mca import load_mca_from_process
+from ..config.variables import ConversionError, parse_integer
 from ..errors import PyopenibError, register_topics
-from .device_ids import DEVICES_TOML, device_ids
-from .device_params import load_device_params
-from .effective import effective_settings
-from .info import render_effective, render_human, render_parsable
-from .limits import DeviceLimits, check_device
-from .mca import McaContext, load_mca_from_process
-from .variables import ConversionError, parse_integer
+from .job_settings import echo_warnings, ini_table, param_files
 
-__all__ = ["info", "ini", "job_settings", "check_job_devices"]
+__all__ = ["info", "ini"]
 
 register_topics(
     {
@@ -75,54 +75,6 @@ def _device_options(func):
     return func
 
 
-def _echo_warnings(ctx) -> None:
-    for warning in ctx.warnings:
-        click.echo(f"pyopenib: warning: {warning.message}", err=True)
-
-
-def _param_files(ctx: McaContext) -> list[str]:
-    return [p for p in str(ctx.get("btl_openib_device_param_files")).split(":") if p]
-
-
-def job_settings(cli_pairs=(), presets=()) -> McaContext:
-    """The MCA settings of a command that runs a job (run, scenario, check, bench,
-    perftest): ``OMPI_MCA_*``, parameter files, ``--mca`` pairs and the tool's
-    ``presets``, resolved once in this process, as ``run`` always did. MCA notices and
-    the device-params files' warnings (unknown key, repeated section) are printed here,
-    once, before any work; an error in those files is refused here."""
-    ctx = load_mca_from_process(list(cli_pairs), presets)
-    _echo_warnings(ctx)
-    _ini_table(ctx)
-    return ctx
-
-
-def _ini_table(ctx: McaContext):
-    """The device-params files ``ctx`` names, their warnings printed, an error refused."""
-    table = load_device_params(_param_files(ctx), strict=False)
-    for diagnostic in table.diagnostics:
-        if diagnostic.severity == "warning":
-            click.echo(f"pyopenib: {diagnostic}", err=True)  # FILE:LINE: warning: ...
-    table.raise_on_errors()
-    return table
-
-
-def check_job_devices(ctx: McaContext, models, min_largest: int = 0, what: str = "") -> list:
-    """Every device model of the job against the settings it resolves (``check_device``),
-    returned one per distinct model; prints Open MPI's *no device params found* warning for a device without an INI
-    section unless btl_openib_warn_no_device_params_found is 0."""
-    table = load_device_params(_param_files(ctx))
-    resolved = {}
-    for model in models:
-        if model.id in resolved:
-            continue
-        settings = effective_settings(ctx, model.vendor_id[0], model.vendor_part_ids[0], table)
-        for note in settings.notes:
-            click.echo(f"pyopenib: warning: device {model.id}: {note}", err=True)
-        check_device(ctx, settings, DeviceLimits.of(model), min_largest, what)
-        resolved[model.id] = settings
-    return list(resolved.values())
-
-
 @click.command("info")
 @click.option(
     "--level", default="9", show_default=True, help="Show variables up to this level (1-9)."
@@ -142,12 +94,12 @@ def info(level, parsable, show_all, mca, device, vendor_id, part_id, devices_fil
         raise PyopenibError("info-invalid-level", level=level)
     selection = _device_selection(device, vendor_id, part_id, devices_file)
     ctx = load_mca_from_process(list(mca))
-    _echo_warnings(ctx)
+    echo_warnings(ctx)
     render = render_parsable if parsable else render_human
     for line in render(ctx, level_number, include_generic=show_all):
         click.echo(line)
     if selection is not None:
-        settings = effective_settings(ctx, *selection, _ini_table(ctx))
+        settings = effective_settings(ctx, *selection, ini_table(ctx))
         if not parsable:
             click.echo()
         for line in render_effective(settings, parsable=parsable):
@@ -189,8 +141,8 @@ def show(device, vendor_id, part_id, devices_file, files):
         raise PyopenibError("cli-device-choice", given="nothing")
     if not files:
         ctx = load_mca_from_process()
-        _echo_warnings(ctx)
-        files = [p for p in str(ctx.get("btl_openib_device_param_files")).split(":") if p]
+        echo_warnings(ctx)
+        files = param_files(ctx)
     table = load_device_params(files)
     params = table.lookup(*selection)
     vendor, part = selection

@@ -5,9 +5,9 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from pyopenib.apps.perftest import run_perftest
 from pyopenib.cli import main
 from pyopenib.hw.device_model import get_device_model
-from pyopenib.verbs.perftest import run_perftest
 
 # docs/devices.md: nominal one-way small-SEND latency the models were tuned to (us)
 NOMINAL_SEND_LAT_US = {"chelsio-t3": 6.39, "connectx": 1.25}
@@ -93,7 +93,7 @@ def test_cli_bad_size_exits_1():
 
 def _spy_send_cq_polls(monkeypatch):
     """Count the send-CQ completions the bandwidth sender polls (side 0's send CQ)."""
-    from pyopenib.verbs import perftest as pt
+    from pyopenib.apps import perftest as pt
 
     polled = []
     real = pt._Run._completions

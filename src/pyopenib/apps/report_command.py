@@ -14,10 +14,10 @@ import click
 from ..errors import PyopenibError, register_topics
 from ..options import FiniteFloat
 from ..outputs import OutputFile
-from .jsonl import read_jsonl
-from .perfetto import write_perfetto
-from .sequence import write_sequence_diagram
-from .window import in_window
+from ..report.jsonl import read_jsonl
+from ..report.perfetto import write_perfetto
+from ..report.sequence import write_sequence_diagram
+from ..report.window import in_window
 
 register_topics(
     {
