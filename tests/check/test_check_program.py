@@ -7,6 +7,7 @@ from pathlib import Path
 from pyopenib.btl import OpenibModule
 from pyopenib.check.program import ProgramRun
 from pyopenib.check.scenario_runs import scenario_runner
+from pyopenib.errors import InvariantViolation
 from pyopenib.sim import NominalOracle
 
 PROGRAM = str(Path(__file__).parent / "programs" / "bidir_window.py")
@@ -33,11 +34,11 @@ def test_broken_conservation_fails_the_execution_at_the_next_progress(monkeypatc
 
     def broken(self, peer):
         calls.append(self.rank)
-        raise AssertionError(f"credits of QP 0 from rank {self.rank} not conserved")
+        raise InvariantViolation("conservation", self.rank, peer.rank, 0, "not conserved")
 
     monkeypatch.setattr(OpenibModule, "assert_conservation", broken)
     ok, text = _run("own")(NominalOracle())
-    assert not ok and "not conserved" in text and "AssertionError" in text
+    assert not ok and "not conserved" in text and "InvariantViolation" in text
     assert calls  # checked at progress(), not only when the job ends
     ok, text = scenario_runner("bibw", credits_qp="own", iterations=4, mca_pairs=PAIRS)(
         NominalOracle()
