@@ -14,7 +14,18 @@ from ..config import CreditsPolicy
 from ..verbs import RecvWR, Sge, WrOpcode
 from .eager_rdma import FOOTER, FOOTER_LEN
 from .endpoint import Endpoint
-from .frag import CREDIT, CREDIT_BODY, CTL_CREDITS, CTL_LEN, HDR_LEN, HEADER, RECV, TAG_IB, Frag
+from .frag import (
+    CREDIT,
+    CREDIT_BODY,
+    CTL_CREDITS,
+    CTL_LEN,
+    HDR_LEN,
+    HEADER,
+    QP_TX_BATCH_COUNT,
+    RECV,
+    TAG_IB,
+    Frag,
+)
 from .srq import SharedRq
 
 __all__ = ["Admission", "CreditFlow"]
@@ -89,7 +100,7 @@ class CreditFlow:
     def go(self, ep: Endpoint, qs, frag: Frag, verdict: Admission, sendi: bool) -> None:
         """Take what an admitted fragment needs (a WQE, then a token or a credit) and post
         it (2.4 steps 3 and 5)."""
-        qs.acquire_wqe()
+        qs.sd_wqe -= 1  # acquire_wqe, known to succeed: admission found one free
         if verdict is _BY_RING:
             ep.eager_remote.tokens -= 1
             self.module.eager.post_eager(ep, frag, sendi)
@@ -123,7 +134,7 @@ class CreditFlow:
             qs.wqe_count -= 1
             if qs.wqe_count > 0:
                 return module.INLINE
-        qs.reset_signal_count()
+        qs.wqe_count = QP_TX_BATCH_COUNT  # qp_reset_signal_count
         return module.SIGNALED_INLINE if inline else module.SIGNALED
 
     def post_data(self, ep: Endpoint, qs, frag: Frag, sendi: bool = False) -> None:
@@ -131,10 +142,7 @@ class CreditFlow:
         Eager-RDMA credits take the header when any are owed; else the PP credits of q."""
         q = qs.index
         module = self.module
-        credits = module.eager.take_credits(ep)
-        qs.data_posted()
-        if not credits:
-            credits = qs.take_piggyback()
+        credits = qs.data_posted(module.eager.take_credits(ep))
         HEADER.pack_into(frag.buf, 0, frag.tag, qs.take_cm_seen(), credits)
         traffic = module.traffic[q]
         traffic.frags += 1

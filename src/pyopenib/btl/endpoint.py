@@ -196,11 +196,13 @@ class PerPeerQp(_EndpointQp):
     def return_srq_credits(self, n: int) -> bool:
         return False
 
-    def data_posted(self) -> None:
+    def data_posted(self, eager_credits: int) -> int:
+        """A data fragment leaves: the credits its header carries (2.4 step 5). Flagged
+        eager-RDMA credits (``eager_credits``) take the header when any are owed; else
+        the per-peer credits owed to the peer, piggybacked."""
         self.data_sent += 1
-
-    def take_piggyback(self) -> int:
-        """The credits owed to the peer, for a data fragment's header (2.4 step 5)."""
+        if eager_credits:
+            return eager_credits
         credits = self.rd_credits
         self.rd_credits = 0
         if credits:
@@ -444,11 +446,10 @@ class SharedRqQp(_EndpointQp):
         self.srq.release_credit(n)
         return True
 
-    def data_posted(self) -> None:
-        pass
-
-    def take_piggyback(self) -> int:
-        return 0  # SRQ credits are the module's, returned by completions, never by the peer
+    def data_posted(self, eager_credits: int) -> int:
+        """Only eager-RDMA credits ride on an S queue's header: SRQ credits are the
+        module's, returned by completions, never by the peer."""
+        return eager_credits
 
     def take_cm_seen(self) -> int:
         return 0
