@@ -14,7 +14,9 @@ from contextlib import contextmanager
 
 import click
 
+from ..btl import build_job_btls, stall_report
 from ..config.limits import check_job_memory
+from ..config.mca import load_mca_from_process
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..mpi.package import program_command
@@ -85,9 +87,6 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices.
     ``mca`` is the resolved context (``job_settings``); without it this process's
     environment, parameter files and ``mca_pairs`` are resolved here."""
-    from ..btl import build_job_btls  # as stall_report: the BTL is imported when used
-    from ..config.mca import load_mca_from_process
-
     if mca is None:
         mca = load_mca_from_process(cli_pairs=list(mca_pairs))
 
@@ -210,6 +209,7 @@ def run(
                 tag_output=tag_output,
                 timeout=timeout,
                 cpu_scale=cpu_scale,
+                add_btls=_adding(btls),
             )
     except SyntaxError as exc:
         # Python's own report (file, line, caret), without the launcher's frames
@@ -229,8 +229,6 @@ def run(
         click.echo("pyopenib: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if result.reason == "deadlock":
-        from ..btl import stall_report  # as openib_btls: the BTL is imported when used
-
         for line in stall_report(btls):
             click.echo(f"  {line}", err=True)
     failed = None
@@ -275,6 +273,18 @@ def _keeping(make_btls, kept: list):
         return btls
 
     return make
+
+
+def _adding(kept: list):
+    """``run_job``'s ``add_btls`` for the openib job (``JobBtls``): the modules of the
+    processes a spawn adds, kept with the others (``--stats`` shows them too)."""
+
+    def add(btls, count: int) -> list:
+        added = btls.add_processes(count)
+        kept.extend(added)
+        return added
+
+    return add
 
 
 def _print_stats(btls, sim_time_ps: int, tables: bool, grdma_lines: bool) -> None:

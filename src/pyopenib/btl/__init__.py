@@ -8,7 +8,7 @@ The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
 from .bml import Bml, openib_module
-from .cluster import OobChannel, build_job_btls, stall_report
+from .cluster import JobBtls, OobChannel, build_job_btls, stall_report
 from .endpoint import EndpointState
 from .interface import BtlLimits, BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
@@ -25,6 +25,7 @@ __all__ = [
     "SmModule",
     "SmNode",
     "Bml",
+    "JobBtls",
     "openib_module",
     "OobChannel",
     "build_job_btls",

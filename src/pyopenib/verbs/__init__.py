@@ -28,7 +28,7 @@ from ._objects import (
     SharedReceiveQueue,
     VerbsError,
 )
-from .fabric import open_devices
+from .fabric import attach_device, open_devices
 
 __all__ = [
     "Access",
@@ -53,5 +53,6 @@ __all__ = [
     "WcStatus",
     "WorkCompletion",
     "WrOpcode",
+    "attach_device",
     "open_devices",
 ]
