@@ -54,12 +54,8 @@ TWO_DOWN = {"btl": HW_HANDLES, "pml": HW_HANDLES, "mpi": HW_HANDLES + ("btl",)}
 """Per layer, the attributes that lead past the layer below it."""
 
 _ISSUE_LAYERS = "issue 12, 'Layers that hold'"
-_ISSUE_VERBS = (
-    "issue 12, 'Layers that hold': btl uses verbs only (query_device, query_qp, MR watch)"
-)
 _ISSUE_APPS = "issue 12, 'Applications live inside layers': the applications layer"
 _ISSUE_ERRORS = "issue 12, 'Layers that hold': shared exceptions live in errors.py"
-_ISSUE_LIMITS = "issue 12, 'Layers that hold': limits() a required part of the BTL interface"
 
 
 @dataclass(frozen=True, order=True)
@@ -75,34 +71,17 @@ class Violation:
 
 KNOWN_VIOLATIONS: dict[Violation, tuple[int, str]] = {
     # -- imports across the rule ---------------------------------------------------------
-    # mpi takes the BTL's exception class
-    Violation("mpi/runner.py", "import", "btl"): (1, _ISSUE_ERRORS),
     # job assembly looks up the device models itself (get_device_model)
     Violation("btl/cluster.py", "import", "hw"): (1, _ISSUE_APPS),
-    # -- btl reaching the hardware through verbs objects ------------------------------------
-    # the device model's numbers (transport, CQ depth, host_poll, inline): query_device
-    Violation("btl/module.py", "reach", ".model"): (4, _ISSUE_VERBS),
-    Violation("btl/module.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/report.py", "reach", ".model"): (2, _ISSUE_VERBS),
-    # the peer's NIC work queue in the failure report: a verbs-level query_qp
-    Violation("btl/report.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/connect.py", "reach", ".hw"): (1, _ISSUE_VERBS),
-    Violation("btl/connect.py", "reach", ".nic"): (2, _ISSUE_VERBS),
-    # HwMr.on_remote_write set by the BTL: a memory-region watch in verbs
-    Violation("btl/eager_channels.py", "reach", ".hw"): (1, _ISSUE_VERBS),
     # -- mpi reaching the BTL past the PML (wait_for_activity, osc's RDMA) -----------------
     Violation("mpi/context.py", "reach", ".btl"): (4, _ISSUE_LAYERS),
     Violation("mpi/runner.py", "reach", ".btl"): (1, _ISSUE_LAYERS),
     Violation("mpi/win.py", "reach", ".btl"): (1, _ISSUE_LAYERS),
     # -- private names of another package: none left ----------------------------------------
     # -- modules named like another top-level package ---------------------------------------
-    # the openib failure report (help-mpi-btl-openib.txt's texts) beside the report package
-    Violation("btl/report.py", "shadow", "report"): (1, _ISSUE_APPS),
     # MPI's error classes and codes (mpi4py's MPI.Exception) beside errors.py
     Violation("mpi/errors.py", "shadow", "errors"): (1, _ISSUE_ERRORS),
-    # -- capability probes ------------------------------------------------------------------
-    Violation("pml/ob1.py", "probe", "limits"): (1, _ISSUE_LIMITS),
-    Violation("pml/ob1.py", "probe", "sendi"): (1, _ISSUE_LIMITS),
+    # -- capability probes: none left -------------------------------------------------------
 }
 """Every breach today: (how many occurrences at most, the issue-12 bullet that removes it)."""
 

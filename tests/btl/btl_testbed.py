@@ -22,16 +22,31 @@ SMALL_QUEUES = "P,128,8,6,4,4:P,4096,8,6,4,4"
 """Two P queues of 8 buffers: re-post 2 at rd_low 6, explicit credits at rd_win 4,
 4 buffers reserved for credit messages (at most 3 unacknowledged)."""
 
-EP_FIELDS = ("sd_credits", "rd_posted", "rd_credits", "cm_received", "cm_return", "cm_sent",
-             "sd_wqe")  # fmt: skip
+EP_FIELDS = (
+    "sd_credits",
+    "rd_posted",
+    "rd_credits",
+    "cm_received",
+    "cm_return",
+    "cm_sent",
+    "sd_wqe",
+)
 
 
 class Job:
     """``nprocs`` ranks on ``device``; ``policies`` (one per rank) builds the modules
     with per-rank credit policies, otherwise ``policy`` goes through MCA as users set it."""
 
-    def __init__(self, device="chelsio-t3", queues=SMALL_QUEUES, policy="own", nprocs=2,
-                 policies=None, mca=(), check_invariants=True):  # fmt: skip
+    def __init__(
+        self,
+        device="chelsio-t3",
+        queues=SMALL_QUEUES,
+        policy="own",
+        nprocs=2,
+        policies=None,
+        mca=(),
+        check_invariants=True,
+    ):
         self.tracer = Tracer()
         self.sim = Simulator(tracer=self.tracer)
         # eager RDMA off unless asked for: these tests pin the per-peer credit rules
@@ -41,14 +56,18 @@ class Job:
             for k, v in (("btl_openib_receive_queues", queues), ("btl_openib_use_eager_rdma", "0"))
             if k not in given
         ]
-        pairs += list(mca)  # fmt: skip
+        pairs += list(mca)
         if policies is None:
             pairs.append(("btl_openib_credits_qp", policy))
-            self.btls = build_job_btls(self.sim, nprocs, device, pairs,
-                                       check_invariants=check_invariants)  # fmt: skip
+            self.btls = build_job_btls(
+                self.sim,
+                nprocs,
+                device,
+                load_mca(cli_pairs=pairs),
+                check_invariants=check_invariants,
+            )
         else:
-            self.btls = _modules_with_policies(self.sim, device, pairs, policies,
-                                               check_invariants)  # fmt: skip
+            self.btls = _modules_with_policies(self.sim, device, pairs, policies, check_invariants)
         self.received: dict[int, list[tuple[int, bytes]]] = {b.rank: [] for b in self.btls}
         for b in self.btls:
             b.register_recv(TAG, self._recorder(b.rank))
@@ -64,7 +83,7 @@ class Job:
         """Open the connection a -> b the way the first send does, without sending data,
         so the credit state starts at its post-connection values."""
         btl = self.btls[a]
-        btl._connect(btl._endpoint(b))
+        btl.connections.connect(btl.endpoint(b))
         self.settle()
         assert self.ep(a, b).state == "CONNECTED" and self.ep(b, a).state == "CONNECTED"
 
@@ -85,13 +104,16 @@ class Job:
 
     def state(self, rank: int, peer: int, q: int) -> dict:
         ep = self.ep(rank, peer)
-        return {name: getattr(ep, name)[q] for name in EP_FIELDS}
+        return {name: getattr(ep.qps[q], name) for name in EP_FIELDS}
 
     def events(self, kind: str, actor: str | None = None, keys=None) -> list[dict]:
         """Fields of the btl trace events of ``kind`` (optionally of one 'rankA->B'),
         restricted to ``keys`` when given (events may gain fields over time)."""
-        found = [dict(e[4]) for e in self.tracer.events
-                 if e[1] == "btl" and e[2] == kind and (actor is None or e[3] == actor)]  # fmt: skip
+        found = [
+            dict(e[4])
+            for e in self.tracer.events
+            if e[1] == "btl" and e[2] == kind and (actor is None or e[3] == actor)
+        ]
         if keys is None:
             return found
         return [{k: f[k] for k in keys} for f in found]
@@ -121,8 +143,9 @@ def _modules_with_policies(sim, device, pairs, policies, check_invariants):
     """build_job_btls with a different credits policy per rank (as a mixed cluster of
     devices whose INI sections disagree would resolve)."""
     model = get_device_model(device)
-    base = effective_settings(load_mca(cli_pairs=pairs), model.vendor_id[0],
-                              model.vendor_part_ids[0])  # fmt: skip
+    base = effective_settings(
+        load_mca(cli_pairs=pairs), model.vendor_id[0], model.vendor_part_ids[0]
+    )
     n = len(policies)
     contexts = open_devices(sim, [model] * n, [f"node{i:03d}/{model.id}" for i in range(n)])
     oob = OobChannel(sim)
@@ -134,7 +157,7 @@ def _modules_with_policies(sim, device, pairs, policies, check_invariants):
             oob,
             f"node{r:03d}",
             check_invariants,
-        )  # fmt: skip
+        )
         for r in range(n)
     ]
     return oob.modules

@@ -9,7 +9,7 @@ from pyopenib.apps.scenarios import run_scenario
 
 def _eager_stats(result):
     sent = sum(ep.eager_frags_sent for b in result.modules for ep in b.endpoints.values())
-    rings = sum(len(b._eager_eps) for b in result.modules)
+    rings = sum(len(b.eager.endpoints) for b in result.modules)
     return sent, rings
 
 
@@ -26,22 +26,34 @@ def test_frequent_peer_gets_a_ring_and_small_fragments_use_it(device):
 
 def test_ring_opens_only_after_the_threshold():
     pairs = [("btl_openib_eager_rdma_threshold", "1000")]
-    r = run_scenario("pingpong", device="chelsio-t3", credits_qp="own", iterations=200,
-                     mca_pairs=pairs)  # fmt: skip
+    r = run_scenario(
+        "pingpong", device="chelsio-t3", credits_qp="own", iterations=200, mca_pairs=pairs
+    )
     assert _eager_stats(r) == (0, 0)
 
 
 def test_use_eager_rdma_off_keeps_everything_on_the_qps():
-    r = run_scenario("pingpong", device="chelsio-t3", credits_qp="own", iterations=200,
-                     mca_pairs=[("btl_openib_use_eager_rdma", "0")])  # fmt: skip
+    r = run_scenario(
+        "pingpong",
+        device="chelsio-t3",
+        credits_qp="own",
+        iterations=200,
+        mca_pairs=[("btl_openib_use_eager_rdma", "0")],
+    )
     assert r.completed and _eager_stats(r) == (0, 0)
 
 
 def test_max_eager_rdma_bounds_rings_per_module():
-    r = run_scenario("incast", device="mellanox-hermon", credits_qp="own", nprocs=4,
-                     iterations=200, mca_pairs=[("btl_openib_max_eager_rdma", "1")])  # fmt: skip
+    r = run_scenario(
+        "incast",
+        device="mellanox-hermon",
+        credits_qp="own",
+        nprocs=4,
+        iterations=200,
+        mca_pairs=[("btl_openib_max_eager_rdma", "1")],
+    )
     assert r.completed
-    assert all(len(b._eager_eps) <= 1 for b in r.modules)
+    assert all(len(b.eager.endpoints) <= 1 for b in r.modules)
 
 
 def test_tokens_come_back_piggybacked_so_a_long_exchange_keeps_using_the_ring():
@@ -54,8 +66,14 @@ def test_tokens_come_back_piggybacked_so_a_long_exchange_keeps_using_the_ring():
 
 def test_one_way_stream_returns_ring_slots_by_explicit_credit_messages():
     queues = "P,128,256,192,128:P,65536,256,192,128"
-    r = run_scenario("stream", device="mellanox-hermon", credits_qp="own", iterations=2000,
-                     mca_pairs=[("btl_openib_receive_queues", queues)], trace=True)  # fmt: skip
+    r = run_scenario(
+        "stream",
+        device="mellanox-hermon",
+        credits_qp="own",
+        iterations=2000,
+        mca_pairs=[("btl_openib_receive_queues", queues)],
+        trace=True,
+    )
     assert r.completed
     returned = [dict(e[4])["rdma_credits"] for e in r.tracer.events if e[2] == "credit_msg"]
     assert any(returned)

@@ -13,6 +13,7 @@ from pyopenib.apps.run_command import openib_btls
 from pyopenib.btl import build_job_btls
 from pyopenib.btl.bml import Bml
 from pyopenib.btl.sm import SM_EAGER_LIMIT, SmModule, SmNode
+from pyopenib.config import load_mca
 from pyopenib.errors import PyopenibError
 from pyopenib.hw import get_device_model
 from pyopenib.mpi import EXIT_TRANSPORT, run_job
@@ -102,7 +103,7 @@ def _run(program, nprocs, ppn, device, mca=(), args=()):
 
 
 def test_ranks_fill_a_node_first_and_each_opens_its_own_context_on_the_node_nic():
-    btls = build_job_btls(Simulator(), 4, "mellanox-hermon", (), 2)
+    btls = build_job_btls(Simulator(), 4, "mellanox-hermon", load_mca(), 2)
     assert all(isinstance(b, Bml) for b in btls)
     nics = [b.openib.context.nic for b in btls]
     assert nics[0] is nics[1] and nics[2] is nics[3] and nics[0] is not nics[2]
@@ -114,7 +115,7 @@ def test_ranks_fill_a_node_first_and_each_opens_its_own_context_on_the_node_nic(
 
 
 def test_one_process_per_node_keeps_the_plain_openib_modules():
-    btls = build_job_btls(Simulator(), 2, "mellanox-hermon", (), 1)
+    btls = build_job_btls(Simulator(), 2, "mellanox-hermon", load_mca(), 1)
     assert [type(b).__name__ for b in btls] == ["OpenibModule", "OpenibModule"]
 
 
@@ -151,14 +152,16 @@ def test_ppn_that_does_not_fill_whole_nodes_is_a_clear_error(tmp_path, nprocs, p
 
 def test_ranks_of_one_node_must_name_one_device():
     with pytest.raises(PyopenibError) as info:
-        build_job_btls(Simulator(), 4, ["mellanox-hermon"] * 3 + ["chelsio-t3"], (), 2)
+        build_job_btls(Simulator(), 4, ["mellanox-hermon"] * 3 + ["chelsio-t3"], load_mca(), 2)
     assert info.value.topic == "btl-ppn-devices"
     assert "node001" in str(info.value)
 
 
 def test_t3_credit_race_still_terminates_between_nodes_with_credits_on_smallest_qp(tmp_path):
-    mca = [("btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128"),
-           ("btl_openib_credits_qp", "smallest")]  # fmt: skip
+    mca = [
+        ("btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128"),
+        ("btl_openib_credits_qp", "smallest"),
+    ]
     # bidir_credit_race.py pairs rank r with r + n/2: with --ppn 2 every pair crosses nodes
     program = str(PROGRAMS / "bidir_credit_race.py")
     result, _, err, btls = _run(program, 4, 2, "chelsio-t3", mca)
@@ -260,6 +263,6 @@ def test_async_events_reach_only_the_context_owning_the_qp():
 
 
 def test_openib_module_ignores_a_fatal_event_for_a_qp_it_does_not_own():
-    btls = build_job_btls(Simulator(), 4, "chelsio-t3", (), 2)
+    btls = build_job_btls(Simulator(), 4, "chelsio-t3", load_mca(), 2)
     btls[0].openib._on_async(AsyncEvent(AsyncEventType.QP_FATAL, 0, 0x7FFF, "not mine"))
     assert btls[0].openib.failed is None

@@ -13,6 +13,7 @@ import pytest
 from btl_testbed import TAG, Job, run_ranks
 
 from pyopenib.btl.frag import HDR_LEN, HEADER, TAG_IB
+from pyopenib.errors import InvariantViolation
 
 SMALL = b"s" * 16  # fits QP 0 (128-byte buffers)
 LARGE = b"L" * 1000  # needs QP 1 (4096-byte buffers)
@@ -45,23 +46,28 @@ def test_connection_leaves_rd_num_credits_and_nothing_owed():
     for rank, peer in ((0, 1), (1, 0)):
         for q in (0, 1):
             assert job.state(rank, peer, q) == {
-                "sd_credits": 8, "rd_posted": 8, "rd_credits": 0, "cm_received": 0,
-                "cm_return": 0, "cm_sent": 0, "sd_wqe": 8,
-            }  # fmt: skip
+                "sd_credits": 8,
+                "rd_posted": 8,
+                "rd_credits": 0,
+                "cm_received": 0,
+                "cm_return": 0,
+                "cm_sent": 0,
+                "sd_wqe": 8,
+            }
 
 
 def test_receive_buffers_are_reposted_only_when_rd_posted_falls_to_rd_low():
     job = connected()
     job.send(0, 1, SMALL)
     job.settle()
-    assert job.ep(1, 0).rd_posted[0] == 7  # 7 > rd_low 6: nothing re-posted
+    assert job.ep(1, 0).qps[0].rd_posted == 7  # 7 > rd_low 6: nothing re-posted
     assert job.events("post_rr", "rank1->0")[-1]["posted"] == 8  # only the initial post
     job.send(0, 1, SMALL)
     job.settle()
     # 6 <= rd_low: re-post up to rd_num, and owe the peer exactly those 2 buffers
     assert job.events("post_rr", "rank1->0")[-1] == {"qp": 0, "posted": 2, "rd_credits": 2}
-    assert job.ep(1, 0).rd_posted[0] == 8
-    assert job.ep(1, 0).rd_credits[0] == 2
+    assert job.ep(1, 0).qps[0].rd_posted == 8
+    assert job.ep(1, 0).qps[0].rd_credits == 2
 
 
 def test_repost_refills_to_rd_num_from_a_low_rd_low():
@@ -69,8 +75,8 @@ def test_repost_refills_to_rd_num_from_a_low_rd_low():
     for _ in range(5):
         job.send(0, 1, SMALL)
     job.settle()
-    assert job.ep(1, 0).rd_posted[0] == 3
-    assert job.ep(1, 0).rd_credits[0] == 0
+    assert job.ep(1, 0).qps[0].rd_posted == 3
+    assert job.ep(1, 0).qps[0].rd_credits == 0
     job.send(0, 1, SMALL)
     job.settle()
     # rd_posted 2 <= rd_low 2: 6 buffers at once; 6 >= rd_win 6 so they went back at once
@@ -87,7 +93,7 @@ def test_rd_credits_grows_by_exactly_the_buffers_reposted():
     posts = job.events("post_rr", "rank1->0")[2:]  # after the initial two
     assert posts and all(p["posted"] == 2 for p in posts)  # rd_num - rd_low each time
     sent = sum(m["credits"] for m in job.events("credit_msg", "rank1->0"))
-    assert sent + job.ep(1, 0).rd_credits[0] == 2 * len(posts)
+    assert sent + job.ep(1, 0).qps[0].rd_credits == 2 * len(posts)
     job.check_all()
 
 
@@ -101,9 +107,9 @@ def test_one_way_traffic_returns_credits_in_explicit_messages_at_rd_win(policy, 
     msgs = credit_msgs(job, "rank1->0")
     # 2 buffers per re-post, one message per rd_win = 4 owed credits: 16 frags -> 4 msgs
     assert msgs == [{"qp": 1, "on_qp": on_qp, "credits": 4, "cm_seen": 0}] * 4
-    assert job.btls[1].credit_msgs_on[on_qp] == 4
-    assert job.btls[1].credit_msgs_on[1 - on_qp] == 0
-    assert job.ep(0, 1).sd_credits[1] == 8  # every credit came back
+    assert job.btls[1].traffic[on_qp].credit_msgs == 4
+    assert job.btls[1].traffic[1 - on_qp].credit_msgs == 0
+    assert job.ep(0, 1).qps[1].sd_credits == 8  # every credit came back
     got = job.events("credits_in", "rank0->1")
     assert got == [{"qp": 1, "credits": 4, "explicit": True}] * 4
     job.check_all()
@@ -114,7 +120,7 @@ def test_no_explicit_credit_message_below_rd_win():
     for _ in range(3):  # one re-post: 2 owed < rd_win 4
         job.send(0, 1, SMALL)
     job.settle()
-    assert job.ep(1, 0).rd_credits[0] == 2
+    assert job.ep(1, 0).qps[0].rd_credits == 2
     assert job.events("credit_msg") == []
 
 
@@ -130,7 +136,7 @@ def test_traffic_in_both_directions_piggybacks_credits_instead_of_explicit_messa
         ins = job.events("credits_in", f"rank{rank}->{peer}")
         assert {e["qp"] for e in ins} == {0, 1}
         assert not any(e["explicit"] for e in ins)
-        assert all(job.ep(rank, peer).piggybacked[q] > 0 for q in (0, 1))
+        assert all(job.ep(rank, peer).qps[q].piggybacked > 0 for q in (0, 1))
         assert numbers(job.payloads(peer)) == list(range(40))
     job.check_all()
 
@@ -143,7 +149,8 @@ def test_credits_are_piggybacked_only_on_the_qp_they_belong_to():
         job.settle()
     assert {(m["qp"], m["on_qp"]) for m in job.events("credit_msg", "rank1->0")} == {(0, 0)}
     assert {(m["qp"], m["on_qp"]) for m in job.events("credit_msg", "rank0->1")} == {(1, 1)}
-    assert job.ep(0, 1).piggybacked == [0, 0] and job.ep(1, 0).piggybacked == [0, 0]
+    assert [s.piggybacked for s in job.ep(0, 1).qps] == [0, 0]
+    assert [s.piggybacked for s in job.ep(1, 0).qps] == [0, 0]
     job.check_all()
 
 
@@ -164,44 +171,44 @@ def test_unacknowledged_credit_messages_are_capped_at_rd_rsv_minus_one():
     job = connected(queues=CAP_QUEUES)
     send_pairs_unpolled(job, 16)
     assert len(job.events("credit_msg", "rank1->0")) == 3
-    assert job.ep(1, 0).cm_sent[0] == 3
+    assert job.ep(1, 0).qps[0].cm_sent == 3
     deferred = job.events("credit_msg_deferred", "rank1->0")
     assert deferred and all(d == {"qp": 0, "cm_sent": 3} for d in deferred)
-    assert job.ep(1, 0).credit_lock[0] is False  # gave up, to be retried later
-    assert job.ep(1, 0).rd_credits[0] == 32 - 3 * 2  # the rest is still owed
+    assert job.ep(1, 0).qps[0].credit_lock is False  # gave up, to be retried later
+    assert job.ep(1, 0).qps[0].rd_credits == 32 - 3 * 2  # the rest is still owed
 
 
 def test_cm_seen_acknowledges_credit_messages_and_unblocks_the_deferred_credits():
     job = connected(queues=CAP_QUEUES)
     send_pairs_unpolled(job, 16)
     job.settle()  # rank 0 consumes the 3 credit messages and re-posts their buffers
-    assert job.ep(0, 1).cm_return[0] == 3
-    assert job.ep(0, 1).cm_received[0] == 0
+    assert job.ep(0, 1).qps[0].cm_return == 3
+    assert job.ep(0, 1).qps[0].cm_received == 0
     job.send(0, 1, SMALL)  # carries cm_seen = 3
     job.settle(ranks=[1])
     msgs = job.events("credit_msg", "rank1->0")
-    assert job.ep(0, 1).cm_return[0] == 0
+    assert job.ep(0, 1).qps[0].cm_return == 0
     # the held-back credits left as soon as cm_sent dropped, in one message
     assert len(msgs) == 4 and msgs[3]["credits"] == 32 - 3 * 2
-    assert job.ep(1, 0).cm_sent[0] == 1
+    assert job.ep(1, 0).qps[0].cm_sent == 1
     job.settle()
-    assert job.ep(0, 1).sd_credits[0] == 32 - 33 + 32  # 33 sent, 32 re-posted and returned
-    assert job.ep(0, 1).cm_return[0] == 1  # the 4th message, to acknowledge later
+    assert job.ep(0, 1).qps[0].sd_credits == 32 - 33 + 32  # 33 sent, 32 re-posted and returned
+    assert job.ep(0, 1).qps[0].cm_return == 1  # the 4th message, to acknowledge later
     job.check_all()
 
 
 # -- 2.3: cm_seen is one byte -------------------------------------------------------------
 def test_take_cm_seen_reports_at_most_255_and_keeps_the_rest_in_cm_return():
     job = connected(check_invariants=False)
-    btl, ep = job.btls[0], job.ep(0, 1)
-    ep.cm_return[0] = 300
-    assert btl._take_cm_seen(ep, 0) == 255
-    assert ep.cm_return[0] == 45
-    assert btl._take_cm_seen(ep, 0) == 45
-    assert ep.cm_return[0] == 0
-    assert btl._take_cm_seen(ep, 0) == 0
-    ep.cm_return[0] = 255
-    assert btl._take_cm_seen(ep, 0) == 255 and ep.cm_return[0] == 0
+    ep = job.ep(0, 1)
+    ep.qps[0].cm_return = 300
+    assert ep.qps[0].take_cm_seen() == 255
+    assert ep.qps[0].cm_return == 45
+    assert ep.qps[0].take_cm_seen() == 45
+    assert ep.qps[0].cm_return == 0
+    assert ep.qps[0].take_cm_seen() == 0
+    ep.qps[0].cm_return = 255
+    assert ep.qps[0].take_cm_seen() == 255 and ep.qps[0].cm_return == 0
 
 
 def test_header_is_tag_cm_seen_credits_in_four_bytes():
@@ -214,16 +221,16 @@ def test_header_is_tag_cm_seen_credits_in_four_bytes():
 
 def test_a_fragment_acknowledges_at_most_255_credit_messages_the_rest_rides_later():
     job = connected(check_invariants=False)  # 300 outstanding is beyond any rd_rsv
-    job.ep(0, 1).cm_return[0] = 300
-    job.ep(1, 0).cm_sent[0] = 300
+    job.ep(0, 1).qps[0].cm_return = 300
+    job.ep(1, 0).qps[0].cm_sent = 300
     job.send(0, 1, SMALL)
     job.settle()
-    assert job.ep(1, 0).cm_sent[0] == 45
-    assert job.ep(0, 1).cm_return[0] == 45
+    assert job.ep(1, 0).qps[0].cm_sent == 45
+    assert job.ep(0, 1).qps[0].cm_return == 45
     job.send(0, 1, SMALL)
     job.settle()
-    assert job.ep(1, 0).cm_sent[0] == 0
-    assert job.ep(0, 1).cm_return[0] == 0
+    assert job.ep(1, 0).qps[0].cm_sent == 0
+    assert job.ep(0, 1).qps[0].cm_return == 0
 
 
 # -- 2.4 / 2.5: pending lists -------------------------------------------------------------
@@ -241,17 +248,17 @@ def test_a_fragment_without_a_wqe_waits_and_the_wqe_is_checked_before_the_credit
     for i in range(8):  # rank 0 does not poll: no WQE comes back
         job.send(0, 1, numbered(i))
     ep = job.ep(0, 1)
-    assert ep.sd_wqe[0] == 0 and ep.sd_credits[0] == 0
+    assert ep.qps[0].sd_wqe == 0 and ep.qps[0].sd_credits == 0
     job.send(0, 1, numbered(8), on_complete=lambda: done.append(8))
     job.send(0, 1, numbered(9), high=True, on_complete=lambda: done.append(9))
     # both WQE and credit are missing: the WQE check comes first
-    assert pending(ep.no_wqe_pending[0]) == ([9], [8])
-    assert pending(ep.no_credits_pending[0]) == ([], [])
+    assert pending(ep.qps[0].no_wqe_pending) == ([9], [8])
+    assert pending(ep.qps[0].no_credits_pending) == ([], [])
     job.sim.run()
     job.btls[0].progress()  # completions return the WQEs; still no credits
-    assert pending(ep.no_wqe_pending[0]) == ([], [])
-    assert pending(ep.no_credits_pending[0]) == ([9], [8])
-    assert ep.sd_wqe[0] == 8 and done == []
+    assert pending(ep.qps[0].no_wqe_pending) == ([], [])
+    assert pending(ep.qps[0].no_credits_pending) == ([9], [8])
+    assert ep.qps[0].sd_wqe == 8 and done == []
     job.settle()  # rank 1 re-posts and returns credits: high priority first
     assert numbers(job.payloads(1)) == [0, 1, 2, 3, 4, 5, 6, 7, 9, 8]
     assert done == [9, 8]  # completion callbacks fire when the fragment is finally sent
@@ -266,7 +273,7 @@ def test_credit_pending_list_drains_high_priority_first_keeping_order_per_priori
     ep = job.ep(0, 1)
     for i in range(8, 14):
         job.send(0, 1, numbered(i), high=i % 2 == 1)
-    assert pending(ep.no_credits_pending[0]) == ([9, 11, 13], [8, 10, 12])
+    assert pending(ep.qps[0].no_credits_pending) == ([9, 11, 13], [8, 10, 12])
     job.settle()
     assert numbers(job.payloads(1)) == [*range(8), 9, 11, 13, 8, 10, 12]
     job.check_all()
@@ -280,8 +287,10 @@ def test_a_qp_out_of_credits_does_not_hold_back_another_qp():
     job.send(0, 1, LARGE)
     job.settle(ranks=[0])
     ep = job.ep(0, 1)
-    assert pending(ep.no_credits_pending[0]) == ([], [8])  # QP 0's 9th waits...
-    assert ep.data_sent == [8, 1] and ep.sd_credits[1] == 7  # ...QP 1's went out
+    assert pending(ep.qps[0].no_credits_pending) == ([], [8])  # QP 0's 9th waits...
+    assert [s.data_sent for s in ep.qps] == [8, 1] and ep.qps[
+        1
+    ].sd_credits == 7  # ...QP 1's went out
     job.settle()
     assert job.payloads(1)[8] == LARGE  # and arrived before QP 0's 9th fragment
 
@@ -312,7 +321,7 @@ def test_mixed_policies_each_rank_sends_credits_where_its_own_policy_says():
     assert {(m["qp"], m["on_qp"]) for m in job.events("credit_msg", "rank0->1")} == {(1, 1)}
     # and each side credited QP 1, whatever QP the message came on
     assert {e["qp"] for e in job.events("credits_in")} == {1}
-    assert job.ep(0, 1).sd_credits[1] == job.ep(1, 0).sd_credits[1] == 8
+    assert job.ep(0, 1).qps[1].sd_credits == job.ep(1, 0).qps[1].sd_credits == 8
     job.check_all()
 
 
@@ -321,7 +330,7 @@ def test_mixed_policies_each_rank_sends_credits_where_its_own_policy_says():
 def test_credit_message_reserve_is_posted_where_the_peer_will_send(mine, peers):
     job = Job(policies=[mine, peers])
     job.connect(0, 1)
-    rq = [len(qp.hw.rq) for qp in job.ep(0, 1).qps]  # the CTS buffer is consumed
+    rq = [len(qp.hw.rq) for qp in job.ep(0, 1).verbs_qps()]  # the CTS buffer is consumed
     if peers == "own":
         assert rq == [8 + 4, 8 + 4]
     else:
@@ -338,8 +347,12 @@ def test_mixed_policies_survive_windowed_traffic_both_ways_on_every_qp():
         sent = 0
         while len(done) < n or len(job.received[btl.rank]) < n:
             while sent < n and sent - len(done) < 12:
-                job.send(btl.rank, peer, numbered(sent, 16 if sent % 3 else 1000),
-                         on_complete=lambda: done.append(1))  # fmt: skip
+                job.send(
+                    btl.rank,
+                    peer,
+                    numbered(sent, 16 if sent % 3 else 1000),
+                    on_complete=lambda: done.append(1),
+                )
                 sent += 1
             if btl.progress() == 0:
                 btl.wait_for_activity()
@@ -349,7 +362,7 @@ def test_mixed_policies_survive_windowed_traffic_both_ways_on_every_qp():
         got = job.payloads(rank)
         assert numbers(p for p in got if len(p) == 16) == [i for i in range(n) if i % 3]
         assert numbers(p for p in got if len(p) == 1000) == [i for i in range(n) if not i % 3]
-    assert job.btls[0].credit_msgs_on[1] > 0 or job.ep(0, 1).piggybacked[1] > 0
+    assert job.btls[0].traffic[1].credit_msgs > 0 or job.ep(0, 1).qps[1].piggybacked > 0
     job.check_all()
 
 
@@ -370,14 +383,14 @@ def test_srq_send_credits_are_module_wide_and_shared_by_all_peers():
     a = job.btls[0]
     for peer in (1, 1, 2, 2):  # nobody polls: sd_max = 4 sends in flight in total
         job.send(0, peer, LARGE)
-    assert a.srq_sd_credits[1] == 0
-    assert job.ep(0, 2).sd_wqe[1] == 2  # the peer's own WQEs are not the limit
+    assert a.srqs[1].sd_credits == 0
+    assert job.ep(0, 2).qps[1].sd_wqe == 2  # the peer's own WQEs are not the limit
     job.send(0, 2, numbered(4, 1000))
-    assert pending(a.srq_pending[1]) == ([], [4])
-    assert job.ep(0, 2).sd_wqe[1] == 2  # WQE given back when the credit was missing
-    assert job.ep(0, 2).sd_credits[1] == 0  # no per-peer credits on an S queue
+    assert pending(a.srqs[1].pending) == ([], [4])
+    assert job.ep(0, 2).qps[1].sd_wqe == 2  # WQE given back when the credit was missing
+    assert not hasattr(job.ep(0, 2).qps[1], "sd_credits")  # no per-peer credits on an S queue
     job.settle()
-    assert a.srq_sd_credits[1] == 4  # every send completion returned its credit
+    assert a.srqs[1].sd_credits == 4  # every send completion returned its credit
     assert len(job.payloads(2)) == 3 and numbers(job.payloads(2))[-1] == 4
     assert job.events("credit_msg") == []  # SRQ traffic returns no credits
 
@@ -388,7 +401,7 @@ def test_srq_pending_lists_drain_high_priority_first():
     job.send(0, 1, LARGE)
     for i in range(5):  # peer 2 still has WQEs; the module-wide credits run out
         job.send(0, 2, numbered(i, 1000), high=i == 4)
-    assert pending(job.btls[0].srq_pending[1]) == ([4], [2, 3])
+    assert pending(job.btls[0].srqs[1].pending) == ([4], [2, 3])
     job.settle()
     assert numbers(job.payloads(2)) == [0, 1, 4, 2, 3]
 
@@ -397,7 +410,7 @@ def test_srq_sends_to_one_peer_are_limited_by_its_sd_max_wqes_first():
     job = srq_job()
     for i in range(6):
         job.send(0, 1, numbered(i, 1000))
-    assert pending(job.ep(0, 1).no_wqe_pending[1]) == ([], [4, 5])
+    assert pending(job.ep(0, 1).qps[1].no_wqe_pending) == ([], [4, 5])
     job.settle()
     assert numbers(job.payloads(1)) == list(range(6))
 
@@ -405,30 +418,32 @@ def test_srq_sends_to_one_peer_are_limited_by_its_sd_max_wqes_first():
 def test_srq_is_reposted_up_to_rd_num_only_when_rd_posted_falls_to_rd_low():
     job = srq_job()
     b = job.btls[1]
-    assert b.srq_rd_posted[1] == len(b.srqs[1]) == 16
+    assert b.srqs[1].rd_posted == len(b.srqs[1].srq) == 16
     for _ in range(7):
         job.send(0, 1, LARGE)
         job.settle()
-    assert b.srq_rd_posted[1] == len(b.srqs[1]) == 9  # 9 > rd_low 8
+    assert b.srqs[1].rd_posted == len(b.srqs[1].srq) == 9  # 9 > rd_low 8
     job.send(0, 1, LARGE)
     job.settle()
-    assert b.srq_rd_posted[1] == len(b.srqs[1]) == 16
+    assert b.srqs[1].rd_posted == len(b.srqs[1].srq) == 16
 
 
 def test_srq_limit_event_doubles_the_posted_buffers_until_rd_num():
-    if not hasattr(job_settings := Job(device="mellanox-hermon", queues=SRQ_QUEUES)
-                   .btls[0].settings, "enable_srq_resize"):  # fmt: skip
+    if not hasattr(
+        job_settings := Job(device="mellanox-hermon", queues=SRQ_QUEUES).btls[0].settings,
+        "enable_srq_resize",
+    ):
         pytest.skip("OpenibModule has no SRQ resizing yet")
     assert job_settings.enable_srq_resize  # Open MPI's default
     # rd_num 32, rd_low 24, rd_init 4, srq_limit 2: start with 4 buffers, low mark 3
     job = srq_job(queues="P,128,8,6,4,4:S,4096,32,24,4,4,2", mca=())
     b = job.btls[1]
-    assert len(b.srqs[1]) == 4
+    assert len(b.srqs[1].srq) == 4
     for _ in range(3):  # rank 1 does not poll: the hardware drains the SRQ to 1 < 2
         job.send(0, 1, LARGE)
     job.settle(ranks=[0])
     assert job.events("srq_resize", keys=("qp", "rd_curr_num")) == [{"qp": 1, "rd_curr_num": 8}]
-    assert len(b.srqs[1]) == 1 + 4  # topped up to the new rd_curr_num at once
+    assert len(b.srqs[1].srq) == 1 + 4  # topped up to the new rd_curr_num at once
     # keep rank 1 from polling: each time the hardware drains the SRQ below the limit
     # the event doubles rd_curr_num and the SRQ is topped up at once (3 + 4 + 8 + 16)
     for _ in range(4 + 8 + 16):
@@ -436,10 +451,10 @@ def test_srq_limit_event_doubles_the_posted_buffers_until_rd_num():
     job.settle(ranks=[0])
     sizes = [e["rd_curr_num"] for e in job.events("srq_resize")]
     assert sizes == [8, 16, 32]  # doubling, clamped at rd_num, then no more events
-    assert b.srq_rd_curr_num[1] == 32 and b.srq_rd_low_local[1] == 24
+    assert b.srqs[1].rd_curr_num == 32 and b.srqs[1].rd_low_local == 24
     job.settle()
     assert len(job.payloads(1)) == 31
-    assert 24 < b.srq_rd_posted[1] == len(b.srqs[1]) <= 32  # now the rd_low rule applies
+    assert 24 < b.srqs[1].rd_posted == len(b.srqs[1].srq) <= 32  # now the rd_low rule applies
 
 
 # -- 2.9: QP attributes and sizes ---------------------------------------------------------
@@ -447,14 +462,14 @@ def test_srq_limit_event_doubles_the_posted_buffers_until_rd_num():
 def test_pp_qps_never_retry_rnr_and_srq_qps_use_btl_openib_ib_rnr_retry(rnr_retry):
     job = srq_job(mca=[*NO_RESIZE, ("btl_openib_ib_rnr_retry", rnr_retry)])
     for rank, peer in ((0, 1), (1, 0)):
-        p_qp, s_qp = job.ep(rank, peer).qps
+        p_qp, s_qp = job.ep(rank, peer).verbs_qps()
         assert p_qp.hw.rnr_retry == 0
         assert s_qp.hw.rnr_retry == int(rnr_retry)
 
 
 def test_pp_qps_on_iwarp_also_never_retry_rnr():
     job = connected()
-    assert [qp.hw.rnr_retry for qp in job.ep(0, 1).qps] == [0, 0]
+    assert [qp.hw.rnr_retry for qp in job.ep(0, 1).verbs_qps()] == [0, 0]
 
 
 RD_NUM, RSV, N_PP, CTS = 8, 4, 2, 1
@@ -473,15 +488,16 @@ RD_NUM, RSV, N_PP, CTS = 8, 4, 2, 1
 )
 def test_qp_sizes_follow_reference_2_9_for_each_policy(policy, responder_recv, responder_send):
     job = connected(policy=policy)
-    responder = job.ep(1, 0).qps
+    responder = job.ep(1, 0).verbs_qps()
     assert [qp.max_recv_wr for qp in responder] == responder_recv
     # the CTS is posted outside the WQE accounting on credits_qp: one more send slot
     assert responder[0].max_send_wr == responder_send[0] + CTS
     # on the other QPs pyopenib keeps one spare slot beyond Open MPI's formula
     assert responder_send[1] <= responder[1].max_send_wr <= responder_send[1] + 1
-    # the initiator sizes before it learns the peer's policy: room for either
-    initiator = job.ep(0, 1).qps
-    assert [qp.max_recv_wr for qp in initiator] == [RD_NUM + N_PP * RSV + CTS, RD_NUM + RSV]
+    # the initiator knows the peer's policy before it creates a QP (the modex): the
+    # same sizes, not room for either policy
+    initiator = job.ep(0, 1).verbs_qps()
+    assert [qp.max_recv_wr for qp in initiator] == responder_recv
     assert [qp.max_send_wr for qp in initiator] == [qp.max_send_wr for qp in responder]
 
 
@@ -496,9 +512,9 @@ def test_posted_receives_never_exceed_the_qp_sizes_under_load():
             if i % 5 == 0:
                 job.settle()
             for rank, peer in ((0, 1), (1, 0)):
-                for q, qp in enumerate(job.ep(rank, peer).qps):
+                for q, qp in enumerate(job.ep(rank, peer).verbs_qps()):
                     assert len(qp.hw.rq) <= qp.max_recv_wr
-                    assert job.ep(rank, peer).rd_posted[q] <= RD_NUM
+                    assert job.ep(rank, peer).qps[q].rd_posted <= RD_NUM
         job.settle()
         job.check_all()
 
@@ -518,27 +534,46 @@ def test_posted_receives_never_exceed_the_qp_sizes_under_load():
 def test_assert_invariants_rejects_a_corrupted_endpoint(field, q, value, message):
     job = connected()
     job.btls[0].assert_invariants()
-    getattr(job.ep(0, 1), field)[q] = value
-    with pytest.raises(AssertionError, match=f"rank 0 peer 1 qp {q}: .*{message}"):
+    setattr(job.ep(0, 1).qps[q], field, value)
+    with pytest.raises(InvariantViolation, match=f"rank 0 peer 1 qp {q}: .*{message}") as e:
         job.btls[0].assert_invariants()
+    # the facts are fields: a checker reads them, never the message
+    assert (e.value.rule, e.value.rank, e.value.peer, e.value.qp) == (field, 0, 1, q)
+
+
+def test_a_broken_srq_credit_count_names_the_module_not_a_peer():
+    job = srq_job(mca=NO_RESIZE)
+    job.btls[0].srqs[1].sd_credits += 1  # one credit more than sd_max exists
+    with pytest.raises(InvariantViolation, match="rank 0 qp 1: SRQ credits") as e:
+        job.btls[0].assert_invariants()
+    assert (e.value.rule, e.value.peer, e.value.qp) == ("srq_credits", -1, 1)
+
+
+def test_a_python_assertion_elsewhere_is_not_reported_as_an_invariant():
+    """Invariant failures are their own type: an ``AssertionError`` is a bug to show."""
+    assert not issubclass(InvariantViolation, AssertionError)
 
 
 def test_every_progress_call_checks_the_invariants_when_asked_to():
     job = connected()
-    job.ep(1, 0).sd_credits[0] = -1
+    job.ep(1, 0).qps[0].sd_credits = -1
     job.send(0, 1, SMALL)
     job.sim.run()
-    with pytest.raises(AssertionError, match="rank 1 peer 0 qp 0: sd_credits -1 < 0"):
+    with pytest.raises(InvariantViolation, match="rank 1 peer 0 qp 0: sd_credits -1 < 0"):
         job.btls[1].progress()
 
 
 @pytest.mark.parametrize(
     "corrupt",
     [
-        lambda ep01, ep10: ep01.sd_credits.__setitem__(0, ep01.sd_credits[0] - 1),  # lost
-        lambda ep01, ep10: ep10.rd_credits.__setitem__(1, ep10.rd_credits[1] + 1),  # invented
-        lambda ep01, ep10: ep10.rd_posted.__setitem__(0, ep10.rd_posted[0] - 1),  # leaked
-        lambda ep01, ep10: ep01.credits_received.__setitem__(1, ep01.credits_received[1] + 4),
+        lambda ep01, ep10: setattr(ep01.qps[0], "sd_credits", ep01.qps[0].sd_credits - 1),  # lost
+        lambda ep01, ep10: setattr(
+            ep10.qps[1], "rd_credits", ep10.qps[1].rd_credits + 1
+        ),  # invented
+        lambda ep01, ep10: setattr(ep10.qps[0], "rd_posted", ep10.qps[0].rd_posted - 1),  # leaked
+        lambda ep01, ep10: setattr(
+            ep01.qps[1], "credits_received", ep01.qps[1].credits_received + 4
+        ),
     ],
 )
 def test_assert_conservation_rejects_a_leaked_or_invented_credit(corrupt):
@@ -549,7 +584,7 @@ def test_assert_conservation_rejects_a_leaked_or_invented_credit(corrupt):
     job.settle()
     job.check_all()
     corrupt(job.ep(0, 1), job.ep(1, 0))
-    with pytest.raises(AssertionError, match="not conserved"):
+    with pytest.raises(InvariantViolation, match="not conserved"):
         job.btls[0].assert_conservation(job.btls[1])
 
 

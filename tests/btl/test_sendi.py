@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pyopenib.apps.scenarios import run_scenario
 from pyopenib.btl import build_job_btls
 from pyopenib.btl.frag import QP_TX_BATCH_COUNT, Frag
+from pyopenib.config import load_mca
 from pyopenib.errors import PyopenibError
 from pyopenib.hw import get_device_model
 from pyopenib.sim import Simulator
@@ -41,7 +42,7 @@ def send_completions(btl) -> list:
 def posted_flags(job: Job, rank: int, peer: int, q: int) -> list[int]:
     """Record the send flags of every WR rank posts on its QP q to peer."""
     flags = []
-    qp = job.ep(rank, peer).qps[q]
+    qp = job.ep(rank, peer).qps[q].qp
     post = qp.post_send
 
     def spy(wr):
@@ -79,7 +80,7 @@ def test_sendi_asks_for_one_completion_per_qp_tx_batch_count_sends():
     assert len(job.payloads(1)) == n
     assert len(completions) == n // QP_TX_BATCH_COUNT
     # each signaled completion gave back its own WQE and the unsignaled ones before it
-    assert job.ep(0, 1).sd_wqe[0] == 256 and job.ep(0, 1).sd_wqe_inflight[0] == 0
+    assert job.ep(0, 1).qps[0].sd_wqe == 256 and job.ep(0, 1).qps[0].sd_wqe_inflight == 0
     job.check_all()
 
 
@@ -101,12 +102,12 @@ def test_the_last_free_wqe_is_always_signaled():
     completions = send_completions(job.btls[0])
     for i in range(8):  # rank 1 does not poll: credits and WQEs run out together
         assert job.btls[0].sendi(1, TAG, small(i), True)
-    assert job.ep(0, 1).sd_wqe[0] == 0
+    assert job.ep(0, 1).qps[0].sd_wqe == 0
     assert not job.btls[0].sendi(1, TAG, small(8), True)  # no WQE: refused, not queued
-    assert not any(job.ep(0, 1).no_wqe_pending[0])
+    assert not any(job.ep(0, 1).qps[0].no_wqe_pending)
     job.settle()
     assert len(completions) == 1  # the eighth, which took the last WQE
-    assert job.ep(0, 1).sd_wqe[0] == 8
+    assert job.ep(0, 1).qps[0].sd_wqe == 8
 
 
 def test_sendi_refuses_without_a_credit_and_takes_nothing():
@@ -115,16 +116,16 @@ def test_sendi_refuses_without_a_credit_and_takes_nothing():
     for i in range(8):
         job.send(0, 1, small(i))  # rank 1 never polls: the 8 credits are gone
     job.sim.run()
-    before = (list(ep.sd_wqe), list(ep.sd_credits))
+    before = ([s.sd_wqe for s in ep.qps], [s.sd_credits for s in ep.qps])
     assert not job.btls[0].sendi(1, TAG, small(9), True)
-    assert (list(ep.sd_wqe), list(ep.sd_credits)) == before
+    assert ([s.sd_wqe for s in ep.qps], [s.sd_credits for s in ep.qps]) == before
 
 
 def test_sendi_refuses_while_fragments_wait_so_they_keep_their_order():
     job = connected()
     for i in range(9):  # the ninth waits for a WQE (8 on the queue)
         job.send(0, 1, small(i), high=True)
-    assert len(job.ep(0, 1).no_wqe_pending[0][0]) == 1
+    assert len(job.ep(0, 1).qps[0].no_wqe_pending[0]) == 1
     assert not job.btls[0].sendi(1, TAG, small(9), True)
     job.send(0, 1, small(9), high=True)  # the descriptor path queues it behind
     job.settle()
@@ -132,8 +133,11 @@ def test_sendi_refuses_while_fragments_wait_so_they_keep_their_order():
 
 
 def test_unsignaled_sends_return_their_srq_credits_with_the_next_completion():
-    job = Job(device="mellanox-hermon", queues="P,64,8,6,4,4:S,4096,256,128,64",
-              mca=[("btl_openib_enable_srq_resize", "0")])  # fmt: skip
+    job = Job(
+        device="mellanox-hermon",
+        queues="P,64,8,6,4,4:S,4096,256,128,64",
+        mca=[("btl_openib_enable_srq_resize", "0")],
+    )
     job.connect(0, 1)
     a = job.btls[0]
     for i in range(2 * QP_TX_BATCH_COUNT + 3):  # 104-byte frames: S queue, inline
@@ -141,11 +145,11 @@ def test_unsignaled_sends_return_their_srq_credits_with_the_next_completion():
         if i % 32 == 31:
             job.settle()  # completions come back before the 64 WQEs run out
     job.settle()
-    assert a.srq_sd_credits[1] == 64 - 3  # three still wait for a completion
+    assert a.srqs[1].sd_credits == 64 - 3  # three still wait for a completion
     a.send(1, TAG, small(999, 100))  # a signaled send brings them back
     job.settle()
-    assert a.srq_sd_credits[1] == 64
-    assert job.ep(0, 1).sd_wqe[1] == 64
+    assert a.srqs[1].sd_credits == 64
+    assert job.ep(0, 1).qps[1].sd_wqe == 64
 
 
 def test_frames_up_to_max_inline_data_are_posted_inline():
@@ -172,8 +176,11 @@ def test_inline_sends_skip_the_payload_dma_and_arrive_sooner():
 
 
 def test_max_inline_data_minus_one_takes_the_device_limit():
-    job = Job(device="mellanox-hermon", queues="P,65536,8,6,4,4",
-              mca=[("btl_openib_max_inline_data", "-1")])  # fmt: skip
+    job = Job(
+        device="mellanox-hermon",
+        queues="P,65536,8,6,4,4",
+        mca=[("btl_openib_max_inline_data", "-1")],
+    )
     assert job.btls[0].qp_inline == [job.btls[0].context.model.max_inline]
 
 
@@ -181,8 +188,9 @@ def test_each_qp_gets_open_mpis_inline_size():
     """max_inline_size(): a queue that fits gets its own size; of the others only the
     first and the last (the RDMA QP) get max_inline_data, the middle ones nothing."""
     queues = "P,128,8,6,4,4:S,2048,64,32,16:S,12288,64,32,16:S,65536,64,32,16"
-    job = Job(device="mellanox-connectx4", queues=queues,
-              mca=[("btl_openib_max_inline_data", "256")])  # fmt: skip
+    job = Job(
+        device="mellanox-connectx4", queues=queues, mca=[("btl_openib_max_inline_data", "256")]
+    )
     assert job.btls[0].qp_inline == [128, 0, 0, 256]
     job.connect(0, 1)
     completions = send_completions(job.btls[0])
@@ -211,18 +219,23 @@ def test_a_credit_message_carries_the_unsignaled_wqes_before_it():
     ep = job.ep(0, 1)
     for i in range(10):
         assert job.btls[0].sendi(1, TAG, small(i), True)
-    assert ep.sd_wqe_inflight[0] == 10
+    assert ep.qps[0].sd_wqe_inflight == 10
     for i in range(200):  # rank 1's traffic makes rank 0 owe credits on QP 0
         job.send(1, 0, small(i))
         job.settle([0])
     job.settle()
     assert job.events("credit_msg", "rank0->1")  # explicit credits went out on QP 0 ...
-    assert ep.sd_wqe_inflight[0] == 0 and ep.sd_wqe[0] == 256  # ... with the WQEs along
+    assert ep.qps[0].sd_wqe_inflight == 0 and ep.qps[0].sd_wqe == 256  # ... with the WQEs along
 
 
 def test_max_inline_data_above_the_device_limit_is_refused_up_front():
     with pytest.raises(PyopenibError) as err:
-        build_job_btls(Simulator(), 2, "chelsio-t3", [("btl_openib_max_inline_data", "100000")])
+        build_job_btls(
+            Simulator(),
+            2,
+            "chelsio-t3",
+            load_mca(cli_pairs=[("btl_openib_max_inline_data", "100000")]),
+        )
     assert err.value.topic == "btl-inline-too-big"
     assert "max_inline_data 100000 (from MCA btl_openib_max_inline_data" in str(err.value)
 
@@ -271,9 +284,15 @@ def test_any_mix_of_send_sendi_and_put_delivers_once_and_returns_every_wqe(
     credit likewise (three ranks share one pool)."""
     if "S," in queues and not get_device_model(device).srq:
         return  # refused up front on a device without SRQs (tested elsewhere)
-    job = Job(device=device, queues=queues, nprocs=nprocs,
-              mca=[("btl_openib_use_eager_rdma", str(int(eager))),
-                   ("btl_openib_eager_rdma_threshold", "2")])  # fmt: skip
+    job = Job(
+        device=device,
+        queues=queues,
+        nprocs=nprocs,
+        mca=[
+            ("btl_openib_use_eager_rdma", str(int(eager))),
+            ("btl_openib_eager_rdma_threshold", "2"),
+        ],
+    )
     for a in range(nprocs):
         for b in range(a + 1, nprocs):
             job.connect(a, b)
@@ -317,9 +336,9 @@ def test_any_mix_of_send_sendi_and_put_delivers_once_and_returns_every_wqe(
             mine = [i for i in got if btl._order_for(steps[i][3]) == q]
             assert eager or mine == sorted(mine)  # per-QP order (an eager ring may pass)
             full = spec.rd_num if spec.kind == "P" else spec.sd_max
-            assert ep.sd_wqe[q] + ep.sd_wqe_inflight[q] == full
+            assert ep.qps[q].sd_wqe + ep.qps[q].sd_wqe_inflight == full
     for btl in job.btls:
         for q, spec in enumerate(btl.queues):
             if spec.kind == "S":
-                held = sum(ep.srq_credits_inflight[q] for ep in btl.endpoints.values())
-                assert btl.srq_sd_credits[q] + held == spec.sd_max
+                held = sum(ep.qps[q].srq_credits_inflight for ep in btl.endpoints.values())
+                assert btl.srqs[q].sd_credits + held == spec.sd_max

@@ -61,7 +61,7 @@ def test_receive_queues_ini_value_beats_default_and_explicit_mca_beats_ini(shipp
     s = settings(shipped, CONNECTX5)
     assert s.receive_queues_kind == "default"
     assert s.receive_queues_string.startswith("S,128,256,192,128")
-    assert s.credits_qp == 3  # no P queue: the last queue
+    assert s.credits_qp_index == 3  # no P queue: the last queue
 
 
 def test_mtu_use_eager_rdma_and_inline_come_from_ini_unless_set(shipped):

@@ -23,18 +23,15 @@ def test_the_btl_sizes_its_qps_with_configs_depths(spec, policy):
     )
     assert result.completed
     queues = parse_receive_queues(spec)
-    widest = queue_depths(queues, result.modules[0].credits_qp)
+    widest = queue_depths(queues, result.modules[0].credits.credits_qp_index)
     for module in result.modules:
         for ep in module.endpoints.values():
-            for q, qp in enumerate(ep.qps):
-                # the initiator sizes before it knows the peer's policy: room for both
-                options = {qp_depths(queues, module.credits_qp, q, policy, p) for p in POLICIES}
-                wanted = (max(r for r, _ in options), max(s for _, s in options))
-                exact = qp_depths(queues, module.credits_qp, q, policy, ep.peer_policy)
-                assert (max(qp.max_recv_wr, 1), qp.max_send_wr) in {
-                    wanted,
-                    (max(exact[0], 1), exact[1]),
-                }
+            for q, qp in enumerate(ep.verbs_qps()):
+                # both sides know the peer's policy before a QP exists (the modex)
+                exact = qp_depths(
+                    queues, module.credits.credits_qp_index, q, policy, ep.peer_policy
+                )
+                assert (max(qp.max_recv_wr, 1), qp.max_send_wr) == (max(exact[0], 1), exact[1])
                 assert qp.max_recv_wr <= max(widest[q][0], 1) and qp.max_send_wr <= widest[q][1]
 
 

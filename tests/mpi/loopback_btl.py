@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pyopenib.btl import BtlModule
 from pyopenib.sim import PS_PER_NS, Simulator
 
 SMALL_CLASS_MAX = 256
@@ -69,7 +70,7 @@ class LoopbackFabric:
         return wire, at - now
 
 
-class LoopbackBtl:
+class LoopbackBtl(BtlModule):
     """One rank's module; completions queue up until the rank calls ``progress``."""
 
     def __init__(self, fabric, rank, eager_limit, max_send_size, rndv_eager_limit):

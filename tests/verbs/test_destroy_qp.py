@@ -36,6 +36,6 @@ def test_crossing_connection_requests_leave_only_the_live_qps_on_each_nic(device
     result = run_scenario("bibw", device=device, credits_qp="own", iterations=8)
     assert result.completed
     for module in result.modules:
-        live = {qp.qp_num for ep in module.endpoints.values() for qp in ep.qps}
+        live = {qp.qp_num for ep in module.endpoints.values() for qp in ep.verbs_qps()}
         assert set(module.context.nic.qps) == live
-        assert not module._retired_qpns
+        assert not module.connections.retired

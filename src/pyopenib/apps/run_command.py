@@ -91,7 +91,7 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
         mca = load_mca_from_process(cli_pairs=list(mca_pairs))
 
     def make_btls(sim, nprocs):
-        return build_job_btls(sim, nprocs, devices, list(mca_pairs), ppn, mca=mca)
+        return build_job_btls(sim, nprocs, devices, mca, ppn)
 
     return make_btls
 

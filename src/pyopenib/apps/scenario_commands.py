@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..btl import stall_report
 from ..config.limits import check_job_memory
-from ..errors import PyopenibError, register_topics
+from ..errors import InvariantViolation, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..options import DEVICE_NAME, REPLAY_TOKEN
 from ..outputs import (
@@ -52,7 +52,7 @@ def traced_run(trace_out, tracer, name, **kwargs):
     needs."""
     try:
         return run_scenario(name, **kwargs)
-    except AssertionError as exc:
+    except InvariantViolation as exc:
         _write(trace_out, tracer)
         raise PyopenibError(
             "scenario-invariant", exit_code=EXIT_PROTOCOL_BUG, detail=str(exc)

@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..btl import TransportError, build_job_btls
+from ..config import load_mca
 from ..errors import PyopenibError, register_topics
 from ..sim import NominalOracle, RandomOracle, Simulator, Tracer
 
@@ -207,7 +208,8 @@ def run_scenario(
     # modules (it needs both ends) every ``conservation_every`` events (check: every one)
     sim = Simulator(seed=seed, oracle=oracle, tracer=tracer)
     devices = [device] + [peer_device or device] * (nprocs - 1)
-    btls = build_job_btls(sim, nprocs, devices, pairs, check_invariants=check_invariants)
+    mca = load_mca(cli_pairs=pairs)
+    btls = build_job_btls(sim, nprocs, devices, mca, check_invariants=check_invariants)
     queues = btls[0].queues
     checker = _Checker()
     if iterations is None:
@@ -292,18 +294,18 @@ def run_scenario(
     result = ScenarioResult(name, first is None and hung is None, first, hung, end,
                             tracer=tracer, modules=btls)  # fmt: skip
     for q in range(len(queues)):
-        result.frags_per_qp[q] = sum(b.frags_sent[q] for b in btls)
-        result.bytes_per_qp[q] = sum(b.bytes_sent[q] for b in btls)
-        result.credit_msgs_per_qp[q] = sum(b.credit_msgs_on[q] for b in btls)
+        result.frags_per_qp[q] = sum(b.traffic[q].frags for b in btls)
+        result.bytes_per_qp[q] = sum(b.traffic[q].bytes for b in btls)
+        result.credit_msgs_per_qp[q] = sum(b.traffic[q].credit_msgs for b in btls)
         result.piggybacked_per_qp[q] = sum(
-            ep.piggybacked[q] for b in btls for ep in b.endpoints.values()
+            ep.qps[q].piggybacked for b in btls for ep in b.endpoints.values()
         )
     result.rnr_naks = sum(
-        qp.hw.req.rnr_naks_received
+        qs.qp.query_counters().rnr_naks_received
         for b in btls
         for ep in b.endpoints.values()
-        for qp in ep.qps
-        if qp
+        for qs in ep.qps
+        if qs.qp is not None
     )
     result.delivered = checker.delivered
     return result

@@ -58,16 +58,16 @@ def job_stats(btls) -> list[QpStats]:
         if m is None:
             continue
         for q, spec in enumerate(m.queues):
-            eps = list(m.endpoints.values())
-            hw = [ep.qps[q].hw for ep in eps if ep.qps[q] is not None]
+            states = [ep.qps[q] for ep in m.endpoints.values()]
+            seen = [s.qp.query_counters() for s in states if s.qp is not None]
+            t = m.traffic[q]
             rows.append(QpStats(
-                rank=m.rank, qp=q, queue=spec.spec(), frags=m.frags_sent[q],
-                bytes=m.bytes_sent[q], eager_rdma=m.eager_sent[q], rdma_ops=m.rdma_ops[q],
-                credit_msgs=m.credit_msgs_on[q],
-                piggybacked=sum(ep.piggybacked[q] for ep in eps),
-                completions=m.send_completions[q], unsignaled=m.unsignaled_sends[q],
-                rnr_naks=sum(h.req.rnr_naks_received for h in hw),
-                retransmissions=sum(h.req.retransmissions for h in hw),
+                rank=m.rank, qp=q, queue=spec.spec(), frags=t.frags, bytes=t.bytes,
+                eager_rdma=t.eager, rdma_ops=t.rdma_ops, credit_msgs=t.credit_msgs,
+                piggybacked=sum(s.piggybacked for s in states),
+                completions=t.completions, unsignaled=t.unsignaled,
+                rnr_naks=sum(c.rnr_naks_received for c in seen),
+                retransmissions=sum(c.retransmissions for c in seen),
             ))  # fmt: skip
     return rows
 

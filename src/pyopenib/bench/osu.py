@@ -17,6 +17,7 @@ import io
 import os
 
 from ..btl import build_job_btls
+from ..config import load_mca
 from ..mpi import run_job
 from ..sim import make_simulator
 from .results import Point, PointResult
@@ -69,7 +70,7 @@ def measure_osu(point: Point) -> PointResult:
     pairs = [*point.mca, ("btl_openib_credits_qp", point.policy)]
 
     def make_btls(sim, nprocs):
-        return build_job_btls(sim, nprocs, point.device, pairs)
+        return build_job_btls(sim, nprocs, point.device, load_mca(cli_pairs=pairs))
 
     argv = [str(point.size), str(point.iterations), str(point.warmup)]
     if point.workload != "osu_latency":

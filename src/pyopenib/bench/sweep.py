@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from ..apps.scenarios import SCENARIOS
 from ..btl import build_job_btls
+from ..config import load_mca
 from ..errors import PyopenibError, register_topics
 from ..sim import make_simulator
 from ..workers import Workers
@@ -79,7 +80,7 @@ def preflight(devices, policies, mca=()) -> None:
         for policy in policies:
             pairs = [*mca, ("btl_openib_credits_qp", policy)]
             try:
-                build_job_btls(make_simulator(0), 2, device, pairs)
+                build_job_btls(make_simulator(0), 2, device, load_mca(cli_pairs=pairs))
             except PyopenibError as exc:
                 raise PyopenibError(
                     "bench-device", device=device, policy=policy, reason=str(exc)

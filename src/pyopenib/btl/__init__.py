@@ -8,13 +8,15 @@ The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
 from .bml import Bml, openib_module
-from .cluster import JobBtls, OobChannel, build_job_btls
-from .credits import stall_report
-from .interface import BtlModule, MemHandle, RecvCallback, TransportError
+from .cluster import JobBtls, OobChannel, build_job_btls, stall_report
+from .endpoint import EndpointState
+from .interface import BtlLimits, BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
 from .sm import SmModule, SmNode
 
 __all__ = [
+    "BtlLimits",
+    "EndpointState",
     "BtlModule",
     "MemHandle",
     "RecvCallback",

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .interface import BtlLimits, BtlModule
 from .module import OpenibModule
 from .sm import SmModule
 
 __all__ = ["Bml", "openib_module"]
 
 
-class Bml:
+class Bml(BtlModule):
     """One process's BTLs: ``sm`` for the ranks in ``local_ranks``, ``openib`` for the
     rest of the ``nprocs`` ranks (implements ``BtlModule``)."""
 
-    def __init__(self, rank: int, openib: OpenibModule, sm: SmModule, local_ranks: range,
-                 nprocs: int):  # fmt: skip
+    def __init__(
+        self, rank: int, openib: OpenibModule, sm: SmModule, local_ranks: range, nprocs: int
+    ):
         self.rank = rank
         self.openib = openib
         self.sm = sm
@@ -41,16 +43,17 @@ class Bml:
         self.route = routes
         """``route[peer]``: the BTL that reaches ``peer`` (r2's per-peer BTL array)."""
         self._send = [b.send for b in routes]
-        # the sm BTL has no send-immediate path here: its sends never wait anyway
-        self._sendi = [openib.sendi if b is openib else _refuse for b in routes]
+        # the sm BTL has no send-immediate path here (its sends never wait anyway)
+        self._sendi = [b.sendi for b in routes]
         self._put = [b.put for b in routes]
         self._get = [b.get for b in routes]
         self._sm_users: dict[int, int] = {}  # key -> transfers using its sm registration
 
-    def limits(self, peer: int) -> tuple[int, int, int]:
-        """(eager_limit, rndv_eager_limit, max_send_size) of the BTL that reaches ``peer``."""
-        b = self.route[peer]
-        return b.eager_limit, b.rndv_eager_limit, b.max_send_size
+    limits_per_peer = True
+
+    def limits(self, peer: int) -> BtlLimits:
+        """The limits of the BTL that reaches ``peer``."""
+        return self.route[peer].limits(peer)
 
     def register_recv(self, tag: int, callback) -> None:
         for btl in self.btls:
@@ -92,12 +95,10 @@ class Bml:
                 self.sm.node.deregister(key)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
-        self._put[peer](peer, local, local_offset, remote_key, remote_offset, length,
-                        on_complete)  # fmt: skip
+        self._put[peer](peer, local, local_offset, remote_key, remote_offset, length, on_complete)
 
     def get(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
-        self._get[peer](peer, local, local_offset, remote_key, remote_offset, length,
-                        on_complete)  # fmt: skip
+        self._get[peer](peer, local, local_offset, remote_key, remote_offset, length, on_complete)
 
     def progress(self) -> int:
         handled = self.sm.progress() if self.uses_sm else 0
@@ -114,12 +115,8 @@ class Bml:
         if self.uses_sm:
             if self.sm.has_activity():
                 return
-            self.sm.req_notify(self.openib._wake)
+            self.sm.req_notify(self.openib.wake)
         self.openib.wait_for_activity()
-
-
-def _refuse(peer, tag, payload, high_priority) -> bool:
-    return False
 
 
 def openib_module(btl) -> OpenibModule | None:

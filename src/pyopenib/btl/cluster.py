@@ -12,15 +12,15 @@ shared-memory BTL (``sm``) and to the others through openib.
 
 from __future__ import annotations
 
-from ..config import check_peer_compatibility, effective_settings, load_mca
+from ..config import CreditsPolicy, McaContext, check_peer_compatibility, effective_settings
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
 from ..verbs import attach_device, open_devices
-from .bml import Bml
+from .bml import Bml, openib_module
 from .module import OpenibModule
 from .sm import SmModule, SmNode
 
-__all__ = ["JobBtls", "OobChannel", "build_job_btls", "OOB_LATENCY_PS"]
+__all__ = ["JobBtls", "OobChannel", "build_job_btls", "stall_report", "OOB_LATENCY_PS"]
 
 OOB_LATENCY_PS = 20_000_000
 """One out-of-band message (TCP through the runtime): 20 us. A guess; it only shifts
@@ -62,12 +62,24 @@ register_topics(
 
 
 class OobChannel:
-    """Delivers connection-setup messages between modules after ``OOB_LATENCY_PS``."""
+    """The job's out-of-band channel: what every process publishes before wire-up (Open
+    MPI's modex: here each module's credits policy), and connection-setup messages
+    between modules, delivered after ``OOB_LATENCY_PS``."""
 
     def __init__(self, sim, latency_ps: int = OOB_LATENCY_PS):
         self.sim = sim
         self.latency = latency_ps
         self.modules: list[OpenibModule] = []
+        self._policies: dict[int, CreditsPolicy] = {}
+
+    def publish(self, rank: int, policy: CreditsPolicy) -> None:
+        """Rank ``rank``'s settings, published once when its module starts (the modex)."""
+        self._policies[rank] = policy
+
+    def policy_of(self, rank: int) -> CreditsPolicy:
+        """The credits policy rank ``rank`` published: where its credit messages travel.
+        Every module publishes before any process sends, so a peer's is always known."""
+        return self._policies[rank]
 
     def send(self, src: int, dst: int, kind: str, body) -> None:
         self.sim.schedule(self.latency, self.modules[dst].oob_receive, src, kind, body)
@@ -76,10 +88,12 @@ class OobChannel:
         return self.modules[rank] if 0 <= rank < len(self.modules) else None
 
 
-def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca=None,
-                   check_invariants: bool = False):  # fmt: skip
+def build_job_btls(
+    sim, nprocs: int, devices, mca: McaContext, ppn: int = 1, *, check_invariants: bool = False
+):
     """One BTL module per rank. ``devices``: one device id for all, or a list per rank
-    (the ranks of one node must name the same device: it is the node's NIC).
+    (the ranks of one node must name the same device: it is the node's NIC); ``mca`` the
+    job's resolved MCA variables (``config.load_mca`` / ``load_mca_from_process``).
 
     Settings resolve per device exactly as Open MPI does for the local process (MCA >
     INI > default); nodes are checked for compatible receive_queues before anything
@@ -91,10 +105,11 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
     for r, name in enumerate(names):
         first = r - r % ppn
         if name != names[first]:
-            raise PyopenibError("btl-ppn-devices", a=first, da=names[first], b=r, db=name,
-                                host=r // ppn)  # fmt: skip
+            raise PyopenibError(
+                "btl-ppn-devices", a=first, da=names[first], b=r, db=name, host=r // ppn
+            )
     models = [get_device_model(n) for n in names[::ppn]]  # one per node
-    ctx = mca if mca is not None else load_mca(cli_pairs=list(mca_pairs))
+    ctx = mca
     settings = []
     cache = {}
     for m in models:
@@ -110,22 +125,34 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
         if not m.srq and any(q.kind == "S" for q in s.receive_queues):
             raise PyopenibError("btl-no-srq", queues=s.receive_queues_string, device=m.id)
         if s.max_inline_data > m.max_inline:
-            raise PyopenibError("btl-inline-too-big", value=s.max_inline_data,
-                                source=s.origins.get("max_inline_data", "?"), device=m.id,
-                                limit=m.max_inline)  # fmt: skip
+            raise PyopenibError(
+                "btl-inline-too-big",
+                value=s.max_inline_data,
+                source=s.origins.get("max_inline_data", "?"),
+                device=m.id,
+                limit=m.max_inline,
+            )
         if i and m.transport != models[0].transport:
-            raise PyopenibError("btl-mixed-transport", a=0, da=models[0].id,
-                                ta=models[0].transport, b=i * ppn, db=m.id, tb=m.transport)  # fmt: skip
+            raise PyopenibError(
+                "btl-mixed-transport",
+                a=0,
+                da=models[0].id,
+                ta=models[0].transport,
+                b=i * ppn,
+                db=m.id,
+                tb=m.transport,
+            )
         if i:
             check_peer_compatibility(settings[0], s)
     hosts = [f"node{h:03d}" for h in range(len(models))]
-    contexts = open_devices(sim, models, [f"{h}/{m.id}" for h, m in zip(hosts, models, strict=True)],
-                            per_device=ppn)  # fmt: skip
+    contexts = open_devices(
+        sim, models, [f"{h}/{m.id}" for h, m in zip(hosts, models, strict=True)], per_device=ppn
+    )
     oob = OobChannel(sim)
     modules = [
         OpenibModule(
             rank, contexts[rank], settings[rank // ppn], oob, hosts[rank // ppn], check_invariants
-        )  # fmt: skip
+        )
         for rank in range(nprocs)
     ]
     oob.modules = modules
@@ -139,7 +166,7 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
             SmModule(rank, sim, nodes[rank // ppn]),
             range(rank - rank % ppn, rank - rank % ppn + ppn),
             nprocs,
-        )  # fmt: skip
+        )
         for rank in range(nprocs)
     ]
     return JobBtls(btls, models[0], settings[0], oob, ppn, check_invariants)
@@ -174,3 +201,15 @@ class JobBtls(list):
             added.append(module)
         self.extend(added)
         return added
+
+
+def stall_report(btls) -> list[str]:
+    """Each rank's ``describe_stall``, in rank order, for a job that stopped with every
+    rank blocked: where the BTL's fragments wait and why no credit moves (ranks that
+    reach their peers only through shared memory have nothing to say)."""
+    lines = []
+    for btl in btls:
+        module = openib_module(btl)
+        if module is not None:
+            lines.extend(module.describe_stall())
+    return lines

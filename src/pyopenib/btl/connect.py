@@ -1,161 +1,189 @@
-"""Connection setup of an openib endpoint: QPs sized per receive queue (reference 2.9),
-the out-of-band exchange of QP numbers and credit policies (Open MPI's CPC), crossing
-requests, and the CTS handshake (the initiator speaks first, as iWARP requires).
+"""Connection setup of an openib endpoint (Open MPI's CPC): QPs sized per receive queue
+(reference 2.9), the out-of-band exchange of QP numbers, crossing requests, and the CTS
+handshake (the initiator speaks first, as iWARP requires).
 
-A mixin of ``OpenibModule``: it uses the module's state and never stands alone."""
+``ConnectionSetup`` is a part of ``OpenibModule``: it owns the endpoints' wire-up and
+the QPs it retires. The peer's credits policy is known before any QP exists: every
+process publishes its settings on the job's out-of-band channel before wire-up (Open
+MPI's modex), so both sides size their QPs for the policies in force."""
 
 from __future__ import annotations
 
 from collections import deque
 
-from ..config.limits import POLICIES, qp_depths
+from ..config.limits import qp_depths
 from ..verbs import QpState, WrOpcode
-from .endpoint import CONNECTED, CONNECTING, Endpoint
-from .frag import (
-    CREDIT_BODY,
-    CTL_CTS,
-    CTL_LEN,
-    CTS,
-    HDR_LEN,
-    HEADER,
-    QP_TX_BATCH_COUNT,
-    TAG_IB,
-)
+from .endpoint import Endpoint, EndpointState
+from .frag import CREDIT_BODY, CTL_CTS, CTL_LEN, CTS, HDR_LEN, HEADER, TAG_IB
 
 __all__ = ["ConnectionSetup"]
+
+_CLOSED, _CONNECTING, _CONNECTED = (
+    EndpointState.CLOSED,
+    EndpointState.CONNECTING,
+    EndpointState.CONNECTED,
+)
 
 
 class ConnectionSetup:
     """Lazy connection on first send: create QPs, exchange them out of band, move them
-    to RTR/RTS, post receives, then the CTS handshake."""
+    to RTR/RTS, post receives, then the CTS handshake.
 
-    def _qp_depths(self, q: int, peer_policy: str | None):
-        """max_recv_wr / max_send_wr of queue q (config's ``qp_depths``, which the
-        up-front device check uses too). ``peer_policy`` None (the initiator does not
-        know it yet): room for either."""
-        peers = POLICIES if peer_policy is None else (peer_policy,)
-        both = [qp_depths(self.queues, self.credits_qp, q, self.policy, p) for p in peers]
-        return max(r for r, _ in both), max(s for _, s in both)
+    ``uses_cts``: the CTS handshake (Open MPI's rdmacm CPC) needs a P queue to carry it;
+    all-SRQ configurations connect with a three-way out-of-band exchange instead (udcm).
+    ``retired`` holds the QPs of requests that lost a crossing until their flush
+    completes."""
 
-    def _create_qps(self, ep: Endpoint, peer_policy: str | None) -> list[int]:
-        for q in range(len(self.queues)):
-            recv, send = self._qp_depths(q, peer_policy)
-            qp = self.pd.create_qp(self.cq, self.cq, send, max(recv, 1), self.qp_inline[q],
-                                   self.srqs[q])  # fmt: skip
+    def __init__(self, module, settings, lid: int):
+        self.module = module
+        self.settings = settings
+        self.queues = settings.receive_queues
+        self.lid = lid
+        self.credits_qp_index: int = settings.credits_qp_index
+        self.uses_cts = self.queues[self.credits_qp_index].kind == "P"
+        self.retired: dict = {}  # qp_num -> a lost crossing's QP awaiting its flush
+
+    def _create_qps(self, ep: Endpoint) -> list[int]:
+        module = self.module
+        policy = module.credits.policy
+        for qs in ep.qps:
+            q = qs.index
+            recv, send = qp_depths(self.queues, self.credits_qp_index, q, policy, ep.peer_policy)
+            qp = module.pd.create_qp(
+                module.cq, module.cq, send, max(recv, 1), module.qp_inline[q], module.srq_of(q)
+            )
             qp.modify(QpState.INIT)
-            ep.qps[q] = qp
-            self._ep_by_qpn[qp.qp_num] = (ep, q)
-        if peer_policy is not None:
-            ep.peer_policy = peer_policy
-        return [qp.qp_num for qp in ep.qps]
+            qs.qp = qp
+            module.own_qp(qp.qp_num, ep, q)
+        return [qs.qp.qp_num for qs in ep.qps]
 
     def _ready(self, ep: Endpoint, remote_lid: int, remote_qpns: list[int]) -> None:
         s = self.settings
         ep.remote_lid = remote_lid
-        ep.remote_qpns = remote_qpns
-        for q, qp in enumerate(ep.qps):
-            pp = self.queues[q].kind == "P"
-            qp.modify(QpState.RTR, dest_lid=remote_lid, dest_qp_num=remote_qpns[q],
-                      min_rnr_timer=s.ib_min_rnr_timer, path_mtu=min(s.mtu, qp.hw.path_mtu))  # fmt: skip
-            # Per-peer QPs use rnr_retry 0: software flow control promises an RNR never
-            # happens, so one is a bug to expose (Open MPI, commit 0202981e1d).
-            qp.modify(QpState.RTS, rnr_retry=0 if pp else s.ib_rnr_retry,
-                      retry_cnt=s.ib_retry_count, timeout=s.ib_timeout)  # fmt: skip
-        for q, spec in enumerate(self.queues):
-            if spec.kind == "P":
-                self._post_rr(ep, q)
+        for qs, remote_qpn in zip(ep.qps, remote_qpns, strict=True):
+            qs.remote_qpn = remote_qpn
+            qp = qs.qp
+            qp.modify(
+                QpState.RTR,
+                dest_lid=remote_lid,
+                dest_qp_num=remote_qpn,
+                min_rnr_timer=s.ib_min_rnr_timer,
+                path_mtu=min(s.mtu, qp.query_qp().path_mtu),
+            )
+            qp.modify(
+                QpState.RTS,
+                rnr_retry=qs.rnr_retry(s),
+                retry_cnt=s.ib_retry_count,
+                timeout=s.ib_timeout,
+            )
+        credits = self.module.credits
+        for q in credits.per_peer_queues:
+            credits.post_rr(ep, ep.qps[q])
         ep.receives_posted = True
 
-    def _connect(self, ep: Endpoint) -> None:
+    def connect(self, ep: Endpoint) -> None:
         """Initiator side: create QPs, send our QP numbers to the peer out of band."""
-        ep.state = CONNECTING
-        self._trace("connect_start", ep)
-        qpns = self._create_qps(ep, None)
+        module = self.module
+        ep.state = _CONNECTING
+        module.trace("connect_start", ep)
+        qpns = self._create_qps(ep)
         self._post_cts_buffer(ep)
-        self.oob.send(self.rank, ep.peer, "connect_request",
-                      (self.context.nic.lid, qpns, self.policy, self.use_eager_rdma))  # fmt: skip
+        module.oob.send(module.rank, ep.peer, "connect_request", (self.lid, qpns))
 
     def oob_receive(self, src: int, kind: str, body) -> None:
         """Out-of-band connection messages (the CPC), delivered by the job's OOB channel."""
-        ep = self._endpoint(src)
+        module = self.module
+        ep = module.endpoint(src)
         if kind == "connect_request":
-            lid, qpns, peer_policy, _peer_eager = body
-            if ep.state == CONNECTING:
+            lid, qpns = body
+            if ep.state == _CONNECTING:
                 # crossing requests: the higher rank's request wins (Open MPI's rdmacm
                 # lets the side with the larger address initiate)
-                if self.rank > src:
+                if module.rank > src:
                     return
                 self._teardown_qps(ep)
-            ep.state = CONNECTING
-            my_qpns = self._create_qps(ep, peer_policy)
+            ep.state = _CONNECTING
+            my_qpns = self._create_qps(ep)
             self._post_cts_buffer(ep)
             self._ready(ep, lid, qpns)
-            self.oob.send(self.rank, src, "connect_reply",
-                          (self.context.nic.lid, my_qpns, self.policy, self.use_eager_rdma))  # fmt: skip
+            module.oob.send(module.rank, src, "connect_reply", (self.lid, my_qpns))
         elif kind == "connect_reply":
-            lid, qpns, peer_policy, _peer_eager = body
-            if ep.state != CONNECTING:
+            lid, qpns = body
+            if ep.state != _CONNECTING:
                 return
-            ep.peer_policy = peer_policy
             self._ready(ep, lid, qpns)
-            if self._uses_cts:
+            if self.uses_cts:
                 # the initiator speaks first (iWARP requires it; harmless on IB)
-                self._send_cts(ep)
+                self.send_cts(ep)
             else:
-                self._connected(ep)
-                self.oob.send(self.rank, src, "connect_ready", None)
+                self.connected(ep)
+                module.oob.send(module.rank, src, "connect_ready", None)
         elif kind == "connect_ready":
-            if ep.state == CONNECTING:
-                self._connected(ep)
-        self._wake()
+            if ep.state == _CONNECTING:
+                self.connected(ep)
+        module.wake()
 
     def _teardown_qps(self, ep: Endpoint) -> None:
         """Drop the QPs of a request that lost a crossing: to ERROR, then destroyed.
         They never left INIT (our request was ignored, so no reply moved them on), and
         the only work request on them is the CTS buffer on credits_qp: a QP without it
         is destroyed at once, the credits QP once that buffer's flush completion is
-        reaped (``_retired_flushed``), so the buffer comes back to its free list."""
-        for q, qp in enumerate(ep.qps):
+        reaped (``retired_flushed``), so the buffer comes back to its free list."""
+        for qs in ep.qps:
+            qp = qs.qp
             if qp is None:
                 continue
-            self._ep_by_qpn.pop(qp.qp_num, None)
+            self.module.disown_qp(qp.qp_num)
             qp.modify(QpState.ERROR)
-            if self._uses_cts and q == self.credits_qp:
-                self._retired_qpns[qp.qp_num] = qp
+            if self.uses_cts and qs.index == self.credits_qp_index:
+                self.retired[qp.qp_num] = qp
             else:
                 qp.destroy()
-        ep.qps = [None] * len(self.queues)
+            qs.qp = None
 
-    def _retired_flushed(self, qp_num: int) -> None:
+    def is_retired(self, qp_num: int) -> bool:
+        return qp_num in self.retired
+
+    def retired_flushed(self, qp_num: int) -> None:
         """The flush completion of a retired QP's CTS buffer was reaped: nothing is left
         on the QP, destroy it."""
-        self._retired_qpns.pop(qp_num).destroy()
+        self.retired.pop(qp_num).destroy()
 
     def _post_cts_buffer(self, ep: Endpoint) -> None:
-        if not self._uses_cts:
+        if not self.uses_cts:
             return
-        frag = self._get_frag(self.credits_qp, CTS)
-        frag.ep = ep
-        frag.order = self.credits_qp
-        self._post_recv_frag(ep, self.credits_qp, frag)
+        module = self.module
+        frag = module.get_frag(self.credits_qp_index, CTS)
+        module.post_recv_frag(ep, self.credits_qp_index, frag)
 
-    def _send_cts(self, ep: Endpoint) -> None:
-        q = self.credits_qp
-        frag = self._get_frag(q, CTS)
-        frag.ep = ep
+    def send_cts(self, ep: Endpoint) -> None:
+        module = self.module
+        q = self.credits_qp_index
+        qs = ep.qps[q]
+        frag = module.get_frag(q, CTS)
         HEADER.pack_into(frag.buf, 0, TAG_IB, 0, 0)
         CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CTS, q, 0)
         frag.length = HDR_LEN + CTL_LEN
         ep.cts_sent = True
-        ep.wqe_count[q] = QP_TX_BATCH_COUNT  # a signaled post restarts sendi's count
-        self._post_send_frag(ep, q, frag, WrOpcode.SEND)
-        self._trace("cts_sent", ep, wr_id=frag.trace_id, qpn=ep.qps[q].qp_num)
+        qs.reset_signal_count()  # a signaled post restarts sendi's count
+        module.post_control(ep, qs, frag, frag.length, WrOpcode.SEND)
+        module.trace("cts_sent", ep, wr_id=frag.trace_id, qpn=qs.qp.qp_num)
 
-    def _connected(self, ep: Endpoint) -> None:
-        ep.state = CONNECTED
-        self._trace("connected", ep)
+    def cts_received(self, ep: Endpoint) -> None:
+        ep.cts_received = True
+        self.module.trace("cts_received", ep)
+        if not ep.cts_sent:
+            self.send_cts(ep)
+        if ep.state != _CONNECTED:
+            self.connected(ep)
+
+    def connected(self, ep: Endpoint) -> None:
+        module = self.module
+        ep.state = _CONNECTED
+        module.trace("connected", ep)
+        credits = module.credits
         lazy, ep.pending_lazy = ep.pending_lazy, deque()
         for frag in lazy:
-            self._start_send(ep, frag)
+            credits.start_send(ep, frag)
         for q in range(len(self.queues)):
-            self._send_credits(ep, q)  # anything owed while the handshake finished
+            credits.send_credits(ep, q)  # anything owed while the handshake finished

@@ -1,17 +1,18 @@
-"""Credit flow control of the openib BTL (reference 2.2-2.8, 3): the send path's order of
-checks (WQE, eager-RDMA token, credit), pending lists and their draining, re-posting of
-receive buffers (``post_rr`` / ``post_srr``, SRQ resizing), and explicit credit messages
-with their routing policy (``btl_openib_credits_qp``: ``smallest`` or ``own``).
+"""Credit flow control of the openib BTL (reference 2.2-2.8, 3): the one admission path of
+a send (WQE, eager-RDMA token, credit), the pending lists and their draining, re-posting
+of receive buffers (``post_rr`` / ``post_srr``, SRQ resizing), and explicit credit
+messages with their routing policy (``btl_openib_credits_qp``: ``smallest`` or ``own``).
 
-A mixin of ``OpenibModule``: it uses the module's state and never stands alone."""
+``CreditFlow`` is a part of ``OpenibModule``: it owns the rules; the counters they move
+are the per-QP states' (``btl/endpoint.py``) and the SRQs' (``btl/srq.py``)."""
 
 from __future__ import annotations
 
-from ..verbs import RecvWR, SendFlags, SendWR, Sge, WrOpcode
-from .eager_rdma import (
-    FOOTER,
-    FOOTER_LEN,
-)
+from enum import IntEnum
+
+from ..config import CreditsPolicy
+from ..verbs import RecvWR, Sge, WrOpcode
+from .eager_rdma import FOOTER, FOOTER_LEN
 from .endpoint import Endpoint
 from .frag import (
     CREDIT,
@@ -25,33 +26,303 @@ from .frag import (
     TAG_IB,
     Frag,
 )
+from .srq import SharedRq
 
-__all__ = ["CreditFlow", "stall_report"]
+__all__ = ["Admission", "CreditFlow"]
 
 _SEND = WrOpcode.SEND
-_INLINE = SendFlags.INLINE
-_SIGNALED = SendFlags.SIGNALED
-_SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
 
 
-def stall_report(btls) -> list[str]:
-    """Each rank's ``describe_stall``, in rank order, for a job that stopped with every
-    rank blocked: where the BTL's fragments wait and why no credit moves (ranks that
-    reach their peers only through shared memory have nothing to say)."""
-    from .bml import openib_module
+class Admission(IntEnum):
+    """What a fragment's send may do now (Open MPI's order of checks in ``btl_send``)."""
 
-    lines = []
-    for btl in btls:
-        module = openib_module(btl)
-        if module is not None:
-            lines.extend(module.describe_stall())
-    return lines
+    WAIT_WQE = 0
+    """No send WQE free on its QP, or fragments of its priority already wait for one."""
+    WAIT_CREDIT = 1
+    """No credit (per-peer or SRQ), or fragments of its priority already wait for one."""
+    BY_RING = 2
+    """Go now through the peer's eager-RDMA ring (a token, no credit)."""
+    BY_CREDIT = 3
+    """Go now as a SEND on its QP, taking a credit."""
+
+
+_WAIT_WQE, _WAIT_CREDIT, _BY_RING, _BY_CREDIT = Admission  # bound once: the hot path compares
 
 
 class CreditFlow:
-    """Per-peer and SRQ credits, pending lists and explicit credit messages."""
+    """Per-peer and SRQ credits, pending lists and explicit credit messages of one module.
 
-    def describe_stall(self) -> list[str]:
+    ``policy`` is this process's credits policy (where *I* send credit messages);
+    ``credits_qp`` the QP that carries them under ``smallest``; ``srqs`` the module-wide
+    state of each S queue (None for P queues)."""
+
+    def __init__(self, module, settings, srqs: list[SharedRq | None]):
+        self.module = module
+        self.queues = settings.receive_queues
+        self.policy: CreditsPolicy = settings.credits_policy
+        self.credits_qp_index: int = settings.credits_qp_index
+        self.eager_limit: int = settings.eager_limit
+        self.srqs = srqs
+        self.per_peer_queues = tuple(i for i, q in enumerate(self.queues) if q.kind == "P")
+        self.rdma_qp = len(self.queues) - 1  # Open MPI's rdma_qp: the last queue
+
+    # -- where credit messages travel ----------------------------------------------------
+    def cm_order(self, ep: Endpoint, q: int) -> int:
+        """Where the peer sends its credit messages for q (so where I reserve buffers)."""
+        return q if ep.peer_policy == CreditsPolicy.OWN else self.credits_qp_index
+
+    def credit_order(self, q: int) -> int:
+        """Where I send my credit messages for q: my own policy."""
+        return q if self.policy == CreditsPolicy.OWN else self.credits_qp_index
+
+    # -- admission: the one path of send and sendi ---------------------------------------
+    def admit(self, ep: Endpoint, qs, high: bool, n: int, behind: bool) -> Admission:
+        """Decide, changing nothing, what a fragment of ``n`` payload bytes for QP state
+        ``qs`` may do. ``behind``: a new fragment keeps its QP's order, so it waits behind
+        fragments of its priority already waiting (Open MPI lets a new fragment pass
+        queued ones when a credit is free at that instant; see compatibility.md); a
+        fragment leaving a pending list does not look behind itself."""
+        p = 0 if high else 1
+        if behind:
+            if qs.no_wqe_pending[p]:
+                return _WAIT_WQE
+            if qs.no_credits_pending[p]:
+                return _WAIT_CREDIT
+        if qs.sd_wqe <= 0:
+            return _WAIT_WQE
+        remote = ep.eager_remote
+        if high and remote is not None and remote.tokens > 0 and n <= self.eager_limit:
+            return _BY_RING
+        if qs.has_credit():
+            return _BY_CREDIT
+        return _WAIT_CREDIT
+
+    def go(self, ep: Endpoint, qs, frag: Frag, verdict: Admission, sendi: bool) -> None:
+        """Take what an admitted fragment needs (a WQE, then a token or a credit) and post
+        it (2.4 steps 3 and 5)."""
+        qs.sd_wqe -= 1  # acquire_wqe, known to succeed: admission found one free
+        if verdict is _BY_RING:
+            ep.eager_remote.tokens -= 1
+            self.module.eager.post_eager(ep, frag, sendi)
+        else:
+            qs.acquire_credit()
+            self.post_data(ep, qs, frag, sendi)
+
+    def start_send(self, ep: Endpoint, frag: Frag, behind: bool = False) -> None:
+        """Send a fragment on a connected endpoint, or queue it where its admission says."""
+        qs = ep.qps[frag.qp]
+        verdict = self.admit(ep, qs, frag.high, frag.payload_len, behind)
+        if verdict is _BY_CREDIT or verdict is _BY_RING:
+            self.go(ep, qs, frag, verdict, False)
+        elif verdict is _WAIT_WQE:
+            qs.no_wqe_pending[0 if frag.high else 1].append(frag)
+        else:
+            qs.no_credits_pending[0 if frag.high else 1].append(frag)
+            if qs.per_peer:
+                self.credits_due(ep, qs)  # the acknowledgement rule may apply now
+
+    # -- posting a data fragment ---------------------------------------------------------
+    def send_flags(self, qs, frame: int, sendi: bool) -> int:
+        """IBV_SEND_INLINE when the frame fits the QP's inline size; IBV_SEND_SIGNALED
+        always for ``send``, and for ``sendi`` when Open MPI's ``qp_need_signal`` says so:
+        no WQE left (the last one must come back), a frame too big for inline, no SRQ
+        credit left, or every QP_TX_BATCH_COUNT-th send. Every signaled post restarts
+        the count (Open MPI's ``qp_reset_signal_count``)."""
+        module = self.module
+        inline = frame <= module.qp_inline[qs.index]
+        if sendi and inline and qs.sd_wqe > 0 and not qs.signal_for_credits():
+            qs.wqe_count -= 1
+            if qs.wqe_count > 0:
+                return module.INLINE
+        qs.wqe_count = QP_TX_BATCH_COUNT  # qp_reset_signal_count
+        return module.SIGNALED_INLINE if inline else module.SIGNALED
+
+    def post_data(self, ep: Endpoint, qs, frag: Frag, sendi: bool = False) -> None:
+        """Fill the header (piggybacked credits, cm_seen) and post the SEND (2.4 step 5).
+        Eager-RDMA credits take the header when any are owed; else the PP credits of q."""
+        q = qs.index
+        module = self.module
+        credits = qs.data_posted(module.eager.take_credits(ep))
+        HEADER.pack_into(frag.buf, 0, frag.tag, qs.take_cm_seen(), credits)
+        traffic = module.traffic[q]
+        traffic.frags += 1
+        traffic.bytes += frag.length
+        module.post_frag(ep, qs, frag, frag.length, sendi, _SEND)
+
+    # -- completions give back -----------------------------------------------------------
+    def give_back_unsignaled(self, qs, frag: Frag, own_srq: bool) -> int:
+        """At a signaled completion on the QP: the WQEs its frag carried come back, and on
+        an SRQ queue the SRQ credits they took (plus the frag's own when ``own_srq``),
+        draining the SRQ pending list. Returns the WQEs given back."""
+        n = frag.unsignaled
+        credits = frag.unsignaled_srq + own_srq
+        frag.unsignaled = frag.unsignaled_srq = 0
+        qs.put_wqe(n)
+        if credits and qs.return_srq_credits(credits):
+            self.progress_srq_pending(qs.srq)
+        return n
+
+    # -- draining the pending lists (2.5) ------------------------------------------------
+    def progress_wqe_pending(self, ep: Endpoint, qs) -> None:
+        """A WQE came back on the QP: fragments waiting for one (high priority first),
+        then pending RDMA puts/gets (they use the last queue)."""
+        for pending in qs.no_wqe_pending:
+            while pending and qs.sd_wqe > 0:
+                self.start_send(ep, pending.popleft())
+        if qs.index == self.rdma_qp:
+            rdma = ep.pending_rdma
+            while rdma and qs.acquire_wqe():
+                self.module.post_rdma(ep, qs, rdma.popleft())
+
+    def progress_no_credits_pending(self, ep: Endpoint) -> None:
+        """Retry each fragment waiting for a per-peer credit once while a credit or an
+        eager-RDMA token is available (high priority first); failures go back to the
+        tail."""
+        remote = ep.eager_remote
+        for q in self.per_peer_queues:
+            qs = ep.qps[q]
+            for pending in qs.no_credits_pending:
+                if not pending:
+                    continue
+                for _ in range(len(pending)):
+                    tokens = remote.tokens if remote is not None else 0
+                    if qs.sd_credits <= 0 and tokens <= 0:
+                        break
+                    self.start_send(ep, pending.popleft())
+
+    def progress_srq_pending(self, srq: SharedRq) -> None:
+        for pending in srq.pending:
+            while pending and srq.sd_credits > 0:
+                frag = pending.popleft()
+                self.start_send(frag.ep, frag)
+
+    # -- receive buffers (2.2, 3) --------------------------------------------------------
+    def post_rr(self, ep: Endpoint, qs) -> None:
+        """Re-post receive buffers of a P queue (2.2): data buffers once rd_posted <=
+        rd_low, and the credit-message reserve where the peer sends its credit messages."""
+        module = self.module
+        q = qs.index
+        n = qs.buffers_to_repost()
+        if n:
+            for _ in range(n):
+                module.post_recv_frag(ep, q, module.get_frag(q, RECV))
+            qs.reposted(n)
+            module.trace("post_rr", ep, qp=q, posted=n, rd_credits=qs.rd_credits)
+        m = qs.reserve_to_repost()
+        if m:
+            order = self.cm_order(ep, q)
+            for _ in range(m):
+                module.post_recv_frag(ep, order, module.get_frag(order, RECV))
+            qs.reserve_reposted(m)
+
+    def post_srr(self, srq: SharedRq) -> None:
+        """Re-post the SRQ up to rd_curr_num once at most rd_low_local remain; after a
+        post, arm the SRQ limit if a resize is pending (reference 3)."""
+        if not srq.repost_due():
+            return
+        n = srq.rd_curr_num - srq.rd_posted
+        module = self.module
+        q = srq.index
+        verbs_srq = srq.srq
+        for _ in range(n):
+            frag = module.get_frag(q, RECV)
+            verbs_srq.post_recv(RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),)))
+        srq.reposted(n)
+
+    def srq_limit_reached(self, srq: SharedRq) -> None:
+        srq.limit_reached()
+        self.module.trace("srq_resize", None, qp=srq.index, rd_curr_num=srq.rd_curr_num)
+        self.post_srr(srq)
+
+    # -- explicit credit messages (2.7) --------------------------------------------------
+    def send_credits(self, ep: Endpoint, q: int) -> None:
+        """Explicit credits when rd_win PP credits or more than the eager ring's rd_win
+        eager-RDMA credits are owed and no fragment carried them. An S queue's credits
+        come back with completions: only eager-RDMA credits can be due, on credits_qp."""
+        self.credits_due(ep, ep.qps[q])
+
+    def credits_due(self, ep: Endpoint, qs) -> None:
+        """``send_credits`` for QP state ``qs``."""
+        if not ep.receives_posted:
+            return  # rd_credits still counts from -rd_num (Open MPI's posted-recvs guard)
+        due = qs.credit_message_due()
+        ack_only = False
+        if not due and qs.peer_reserve_exhausted():
+            due = ack_only = True
+        qs = qs.carrier
+        local = ep.eager_local
+        if local is not None and local.credits > local.rd_win:
+            due = True
+            ack_only = False
+        if due and not qs.credit_lock:
+            qs.credit_lock = True
+            self.send_credit_msg(ep, qs, ack_only)
+
+    def send_credit_msg(self, ep: Endpoint, qs, ack_only: bool = False) -> None:
+        module = self.module
+        q = qs.index
+        remote = ep.eager_remote
+        by_rdma = remote is not None and remote.tokens > 0
+        if by_rdma:
+            remote.tokens -= 1  # a ring slot instead of a reserved receive buffer
+        elif not qs.reserve_credit_message(ack_only):
+            # no reserved buffer left at the peer: give up until a cm_seen comes back
+            qs.credit_lock = False
+            module.trace("credit_msg_deferred", ep, qp=q, cm_sent=qs.cm_sent)
+            return
+        order = self.credit_order(q)
+        qs.reset_signal_count()  # Open MPI restarts the credited queue's count
+        frag = qs.credit_frag
+        if frag is None:
+            frag = module.get_frag(order, CREDIT)
+            frag.credit_qp = q
+            qs.credit_frag = frag
+        credits = qs.take_credits_owed()
+        local = ep.eager_local
+        rdma_credits = 0
+        if local is not None:
+            rdma_credits, local.credits = local.credits, 0
+        cm_seen = qs.take_cm_seen()
+        HEADER.pack_into(frag.buf, 0, TAG_IB, cm_seen, credits)
+        CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CREDITS, q, rdma_credits)
+        frag.length = HDR_LEN + CTL_LEN
+        qs.credit_msgs_sent += 1
+        module.traffic[order].credit_msgs += 1
+        on = ep.qps[order]
+        module.trace(
+            "credit_msg",
+            ep,
+            qp=q,
+            on_qp=order,
+            credits=credits,
+            cm_seen=cm_seen,
+            rdma_credits=rdma_credits,
+            by_rdma=by_rdma,
+            wr_id=frag.trace_id,
+            qpn=on.qp.qp_num,
+        )
+        if by_rdma:
+            FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
+            total = frag.length + FOOTER_LEN
+            module.post_control(
+                ep, on, frag, total, WrOpcode.RDMA_WRITE, remote.next_slot_addr(total), remote.rkey
+            )
+        else:
+            module.post_control(ep, on, frag, frag.length, _SEND)
+
+    def credit_frag_done(self, ep: Endpoint, frag: Frag) -> None:
+        """A credit message's send completion: another one at once if enough is owed
+        again, else release the lock and let the usual rule decide."""
+        qs = ep.qps[frag.credit_qp]
+        local = ep.eager_local
+        if qs.credit_message_due() or (local is not None and local.credits > local.rd_win):
+            self.send_credit_msg(ep, qs)
+            return
+        qs.credit_lock = False
+        self.send_credits(ep, qs.index)
+
+    # -- a hang, explained ---------------------------------------------------------------
+    def describe_stall(self, rank: int, endpoints: dict) -> list[str]:
         """This module's share of a hang, in the credit protocol's terms: fragments
         waiting for a connection, a WQE or a credit, and credits owed to a peer that no
         fragment carries, with the rule that holds them back (``rd_credits < rd_win``:
@@ -59,366 +330,24 @@ class CreditFlow:
         buffer left at the peer). Nothing listed: the BTL has nothing left to send, and
         the ranks wait for each other above it."""
         lines = []
-        me = f"rank {self.rank}"
-        for peer in sorted(self.endpoints):
-            ep = self.endpoints[peer]
+        me = f"rank {rank}"
+        for peer in sorted(endpoints):
+            ep = endpoints[peer]
             if ep.pending_lazy:
                 lines.append(
                     f"{me} -> rank {peer}: {len(ep.pending_lazy)} fragment(s) wait "
                     f"for the connection ({ep.state})"
                 )
-            for q, spec in enumerate(self.queues):
-                where = f"{me} -> rank {peer} qp {q}"
-                wqe = len(ep.no_wqe_pending[q][0]) + len(ep.no_wqe_pending[q][1])
-                if wqe:
-                    lines.append(
-                        f"{where}: {wqe} fragment(s) wait for a send WQE (sd_wqe {ep.sd_wqe[q]})"
-                    )
-                if spec.kind != "P":
-                    srq = len(self.srq_pending[q][0]) + len(self.srq_pending[q][1])
-                    if srq:
-                        lines.append(
-                            f"{me} qp {q}: {srq} fragment(s) wait for an SRQ send "
-                            f"credit (sd_credits {self.srq_sd_credits[q]})"
-                        )
-                    continue
-                waiting = len(ep.no_credits_pending[q][0]) + len(ep.no_credits_pending[q][1])
-                if waiting:
-                    lines.append(
-                        f"{where}: {waiting} fragment(s) wait for a credit "
-                        f"(sd_credits {ep.sd_credits[q]})"
-                    )
-                owed = ep.rd_credits[q]
-                if owed <= 0 or not ep.receives_posted:
-                    continue
-                cap = spec.rd_rsv - 1
-                if owed < spec.rd_win:
-                    why = f"< rd_win {spec.rd_win}: no credit message is due"
-                elif ep.credit_lock[q]:
-                    why = f">= rd_win {spec.rd_win}: a credit message is in flight"
-                else:
-                    why = f">= rd_win {spec.rd_win}, but no credit message can go"
-                lines.append(
-                    f"{me} owes rank {peer} {owed} credits on qp {q} {why}; "
-                    f"cm cap rd_rsv-1 = {cap}, cm_sent {ep.cm_sent[q]}"
-                )
+            for qs in ep.qps:
+                lines.extend(qs.stall_lines(me, peer, ep.receives_posted))
         return lines
 
-    def _cm_order(self, ep: Endpoint, q: int) -> int:
-        """Where the peer sends its credit messages for q (so where I reserve buffers)."""
-        return q if ep.peer_policy == "own" else self.credits_qp
-
-    def _credit_order(self, q: int) -> int:
-        """Where I send my credit messages for q: my own policy."""
-        return q if self.policy == "own" else self.credits_qp
-
-    def _queue_behind_pending(self, ep: Endpoint, frag: Frag) -> bool:
-        """Keep each QP's order: queue a new fragment behind fragments of its queue and
-        priority already waiting for a WQE or a credit. (Open MPI lets a new fragment
-        pass queued ones when a credit is free at that instant; see compatibility.md.)"""
-        q = frag.qp
-        p = 0 if frag.high else 1
-        if ep.no_wqe_pending[q][p]:
-            ep.no_wqe_pending[q][p].append(frag)
-            return True
-        waiting = (
-            ep.no_credits_pending[q][p] if self.queues[q].kind == "P" else self.srq_pending[q][p]
-        )
-        if waiting:
-            waiting.append(frag)
-            if self.queues[q].kind == "P":
-                self._send_credits(ep, q)
-            return True
-        return False
-
-    def _start_send(self, ep: Endpoint, frag: Frag) -> None:
-        q = frag.qp
-        p = 0 if frag.high else 1
-        ep.sd_wqe[q] -= 1
-        if ep.sd_wqe[q] < 0:
-            ep.sd_wqe[q] += 1
-            ep.no_wqe_pending[q][p].append(frag)
-            return
-        remote = ep.eager_remote
-        if (remote is not None and frag.high and remote.tokens > 0
-                and frag.payload_len <= self.eager_limit):  # fmt: skip
-            remote.tokens -= 1
-            self._post_eager(ep, frag)
-            return
-        if not self._acquire_credit(ep, q, frag, p):
-            ep.sd_wqe[q] += 1
-            return
-        self._post_data(ep, frag)
-
-    def _acquire_credit(self, ep: Endpoint, q: int, frag: Frag, p: int) -> bool:
-        if self.queues[q].kind == "P":
-            ep.sd_credits[q] -= 1
-            if ep.sd_credits[q] < 0:
-                ep.sd_credits[q] += 1
-                ep.no_credits_pending[q][p].append(frag)
-                self._send_credits(ep, q)  # the acknowledgement rule may apply now
-                return False
-            return True
-        self.srq_sd_credits[q] -= 1
-        if self.srq_sd_credits[q] < 0:
-            self.srq_sd_credits[q] += 1
-            self.srq_pending[q][p].append(frag)
-            return False
-        return True
-
-    def _send_flags(self, ep: Endpoint, q: int, frame: int, sendi: bool) -> int:
-        """IBV_SEND_INLINE when the frame fits QP q's inline size; IBV_SEND_SIGNALED
-        always for ``send``, and for ``sendi`` when Open MPI's ``qp_need_signal`` says so:
-        no WQE left (the last one must come back), a frame too big for inline, no SRQ
-        credit left, or every QP_TX_BATCH_COUNT-th send. Every signaled post restarts
-        the count (Open MPI's ``qp_reset_signal_count``)."""
-        inline = frame <= self.qp_inline[q]
-        if (
-            sendi
-            and inline
-            and ep.sd_wqe[q] > 0
-            and (self.queues[q].kind == "P" or self.srq_sd_credits[q] > 0)
-        ):
-            ep.wqe_count[q] -= 1
-            if ep.wqe_count[q] > 0:
-                return _INLINE
-        ep.wqe_count[q] = QP_TX_BATCH_COUNT
-        return _SIGNALED_INLINE if inline else _SIGNALED
-
-    def _carry_unsignaled(self, ep: Endpoint, q: int, frag: Frag) -> None:
-        """A signaled WR on QP q carries the WQEs (and SRQ credits) of the unsignaled
-        sends posted on q before it: its completion gives them back (Open MPI's
-        ``qp_inflight_wqe_to_frag``)."""
-        frag.unsignaled = ep.sd_wqe_inflight[q]
-        frag.unsignaled_srq = ep.srq_credits_inflight[q]
-        ep.sd_wqe_inflight[q] = ep.srq_credits_inflight[q] = 0
-
-    def _give_back_unsignaled(self, ep: Endpoint, q: int, frag: Frag, own_srq: bool) -> int:
-        """At a signaled completion on QP q: the WQEs its frag carried come back, and on
-        an SRQ queue the SRQ credits they took (plus the frag's own when ``own_srq``),
-        draining the SRQ pending list. Returns the WQEs given back."""
-        n = frag.unsignaled
-        credits = frag.unsignaled_srq + own_srq
-        frag.unsignaled = frag.unsignaled_srq = 0
-        ep.sd_wqe[q] += n
-        if credits and self.queues[q].kind == "S":
-            self.srq_sd_credits[q] += credits
-            self._progress_srq_pending(q)
-        return n
-
-    def _post_data(self, ep: Endpoint, frag: Frag, sendi: bool = False) -> None:
-        """Fill the header (piggybacked credits, cm_seen) and post the SEND (2.4 step 5).
-        Eager-RDMA credits take the header when any are owed; else the PP credits of q."""
-        q = frag.qp
-        credits = self._take_eager_credits(ep)
-        if self.queues[q].kind == "P":
-            ep.data_sent[q] += 1
-        if not credits and self.queues[q].kind == "P":
-            credits = ep.rd_credits[q]
-            ep.rd_credits[q] = 0
-            if credits:
-                ep.piggybacked[q] += credits
-                ep.credits_sent[q] += credits
-        cm_seen = self._take_cm_seen(ep, q)
-        HEADER.pack_into(frag.buf, 0, frag.tag, cm_seen, credits)
-        self.frags_sent[q] += 1
-        self.bytes_sent[q] += frag.length
-        self._post_frag(ep, q, frag, frag.length, sendi, _SEND)
-
-    def _take_cm_seen(self, ep: Endpoint, q: int) -> int:
-        c = ep.cm_return[q]
-        if c <= 0:
-            return 0
-        if c > 255:
-            ep.cm_return[q] = c - 255
-            return 255
-        ep.cm_return[q] = 0
-        return c
-
-    def _post_rr(self, ep: Endpoint, q: int) -> None:
-        """Re-post receive buffers of q (2.2): data buffers once rd_posted <= rd_low, and
-        the credit-message reserve where the peer sends q's credit messages."""
-        spec = self.queues[q]
-        if ep.rd_posted[q] <= spec.rd_low:
-            n = spec.rd_num - ep.rd_posted[q]
-            for _ in range(n):
-                self._post_recv_frag(ep, q, self._get_frag(q, RECV))
-            ep.rd_posted[q] += n
-            ep.rd_credits[q] += n
-            if n:
-                self._trace("post_rr", ep, qp=q, posted=n, rd_credits=ep.rd_credits[q])
-        if ep.cm_received[q] >= (spec.rd_rsv >> 2):
-            m = ep.cm_received[q]
-            order = self._cm_order(ep, q)
-            for _ in range(m):
-                self._post_recv_frag(ep, order, self._get_frag(order, RECV))
-            ep.cm_return[q] += m
-            ep.cm_received[q] -= m
-
-    def _post_srr(self, q: int) -> None:
-        """Re-post the SRQ of queue q up to rd_curr_num once at most rd_low_local remain;
-        after a post, arm the SRQ limit if a resize is pending (reference 3)."""
-        if self.srq_rd_posted[q] > self.srq_rd_low_local[q]:
-            return
-        srq = self.srqs[q]
-        n = self.srq_rd_curr_num[q] - self.srq_rd_posted[q]
-        for _ in range(n):
-            frag = self._get_frag(q, RECV)
-            srq.post_recv(RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),)))
-        self.srq_rd_posted[q] += n
-        if self.srq_limit_flag[q]:
-            self.srq_limit_flag[q] = False
-            srq.modify(srq_limit=self.queues[q].srq_limit)
-
-    def _srq_limit_reached(self, q: int) -> None:
-        spec = self.queues[q]
-        self.srq_rd_curr_num[q] *= 2
-        if self.srq_rd_curr_num[q] >= spec.rd_num:
-            self.srq_rd_curr_num[q] = spec.rd_num
-            self.srq_rd_low_local[q] = spec.rd_low
-        else:
-            self.srq_rd_low_local[q] *= 2
-            self.srq_limit_flag[q] = True
-        self._trace("srq_resize", None, qp=q, rd_curr_num=self.srq_rd_curr_num[q])
-        self._post_srr(q)
-
-    def _send_credits(self, ep: Endpoint, q: int) -> None:
-        """2.7: explicit credits when rd_win PP credits or more than the eager ring's
-        rd_win eager-RDMA credits are owed and no fragment carried them."""
-        if not ep.receives_posted:
-            return  # rd_credits still counts from -rd_num (Open MPI's posted-recvs guard)
-        due = False
-        ack_only = False
-        spec = self.queues[q]
-        if spec.kind == "P":
-            due = ep.rd_credits[q] >= spec.rd_win
-            if not due and self._peer_reserve_exhausted(ep, q):
-                due = ack_only = True
-        else:
-            q = self.credits_qp
-        local = ep.eager_local
-        if local is not None and local.credits > local.rd_win:
-            due = True
-            ack_only = False
-        if due and not ep.credit_lock[q]:
-            ep.credit_lock[q] = True
-            self._send_credit_msg(ep, q, ack_only)
-
-    def _peer_reserve_exhausted(self, ep: Endpoint, q: int) -> bool:
-        """Our rule, not Open MPI's: the peer has used every reserved buffer we posted
-        for its credit messages on q (it can send no more until cm_seen comes back), and
-        our own fragments for q wait for credits, so none will carry cm_seen. Without an
-        explicit acknowledgement a peer that spent its credit messages on eager-RDMA
-        credits alone can never send the per-peer credits it owes us: both wait forever
-        (found by the hypothesis workloads; docs/compatibility.md)."""
-        spec = self.queues[q]
-        used = ep.cm_return[q] + ep.cm_received[q]
-        if ep.cm_return[q] <= 0 or used < max(1, spec.rd_rsv - 1):
-            return False
-        pending = ep.no_credits_pending[q]
-        return bool(pending[0] or pending[1])
-
-    def _send_credit_msg(self, ep: Endpoint, q: int, ack_only: bool = False) -> None:
-        spec = self.queues[q]
-        remote = ep.eager_remote
-        by_rdma = remote is not None and remote.tokens > 0
-        if by_rdma:
-            remote.tokens -= 1  # a ring slot instead of a reserved receive buffer
-        elif spec.kind == "P":
-            # Open MPI keeps one reserved buffer spare (at most rd_rsv - 1 outstanding);
-            # our acknowledgement-only message may use it, so two peers that both wait
-            # for cm_seen can still acknowledge each other (docs/compatibility.md).
-            cap = spec.rd_rsv if ack_only else spec.rd_rsv - 1
-            ep.cm_sent[q] += 1
-            ep.cm_msgs_sent[q] += 1
-            if ep.cm_sent[q] > cap:
-                # no reserved buffer left at the peer: give up until a cm_seen comes back
-                ep.cm_sent[q] -= 1
-                ep.cm_msgs_sent[q] -= 1
-                ep.credit_lock[q] = False
-                self._trace("credit_msg_deferred", ep, qp=q, cm_sent=ep.cm_sent[q])
-                return
-        order = self._credit_order(q)
-        ep.wqe_count[q] = QP_TX_BATCH_COUNT  # Open MPI restarts the credited queue's count
-        frag = ep.credit_frag[q]
-        if frag is None:
-            frag = self._get_frag(order, CREDIT)
-            frag.credit_qp = q
-            ep.credit_frag[q] = frag
-        credits = 0
-        if spec.kind == "P":
-            credits = ep.rd_credits[q]
-            ep.rd_credits[q] = 0
-            ep.credits_sent[q] += credits
-        local = ep.eager_local
-        rdma_credits = 0
-        if local is not None:
-            rdma_credits, local.credits = local.credits, 0
-        cm_seen = self._take_cm_seen(ep, q)
-        HEADER.pack_into(frag.buf, 0, TAG_IB, cm_seen, credits)
-        CREDIT_BODY.pack_into(frag.buf, HDR_LEN, CTL_CREDITS, q, rdma_credits)
-        frag.length = HDR_LEN + CTL_LEN
-        ep.credit_msgs_sent[q] += 1
-        self.credit_msgs_on[order] += 1
-        self._trace("credit_msg", ep, qp=q, on_qp=order, credits=credits, cm_seen=cm_seen,
-                    rdma_credits=rdma_credits, by_rdma=by_rdma, wr_id=frag.trace_id,
-                    qpn=ep.qps[order].qp_num)  # fmt: skip
-        if by_rdma:
-            FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
-            total = frag.length + FOOTER_LEN
-            frag.order = order
-            frag.ep = ep
-            flags = _SIGNALED_INLINE if total <= self.qp_inline[order] else _SIGNALED
-            self._carry_unsignaled(ep, order, frag)
-            wr = SendWR(frag, WrOpcode.RDMA_WRITE, (Sge(frag.mr.addr, total, frag.mr.lkey),),
-                        flags, remote_addr=remote.next_slot_addr(total),
-                        rkey=remote.rkey)  # fmt: skip
-            ep.qps[order].post_send(wr)
-        else:
-            self._post_send_frag(ep, order, frag, WrOpcode.SEND)
-
-    def _credit_frag_done(self, ep: Endpoint, frag: Frag) -> None:
-        q = frag.credit_qp
-        local = ep.eager_local
-        if (self.queues[q].kind == "P" and ep.rd_credits[q] >= self.queues[q].rd_win) or (
-            local is not None and local.credits > local.rd_win
-        ):
-            self._send_credit_msg(ep, q)
-            return
-        ep.credit_lock[q] = False
-        self._send_credits(ep, q)
-
-    def _progress_wqe_pending(self, ep: Endpoint, q: int) -> None:
-        """2.5: a WQE came back on q: fragments waiting for one (high priority first),
-        then pending RDMA puts/gets (they use the last queue)."""
-        for p in (0, 1):
-            pending = ep.no_wqe_pending[q][p]
-            while pending and ep.sd_wqe[q] > 0:
-                self._start_send(ep, pending.popleft())
-        if q == len(self.queues) - 1:
-            rdma = ep.pending_rdma
-            while rdma and ep.sd_wqe[q] > 0:
-                ep.sd_wqe[q] -= 1
-                self._post_rdma(ep, q, rdma.popleft())
-
-    def _progress_no_credits_pending(self, ep: Endpoint) -> None:
-        """2.5: retry each waiting fragment once while a PP credit or an eager-RDMA token
-        is available (high priority first); failures go back to the tail."""
-        remote = ep.eager_remote
-        for q, spec in enumerate(self.queues):
-            for p in (0, 1):
-                pending = ep.no_credits_pending[q][p]
-                if not pending:
-                    continue
-                for _ in range(len(pending)):
-                    tokens = remote.tokens if remote is not None else 0
-                    if spec.kind == "P" and ep.sd_credits[q] <= 0 and tokens <= 0:
-                        break
-                    self._start_send(ep, pending.popleft())
-
-    def _progress_srq_pending(self, q: int) -> None:
-        for p in (0, 1):
-            pending = self.srq_pending[q][p]
-            while pending and self.srq_sd_credits[q] > 0:
-                frag = pending.popleft()
-                self._start_send(frag.ep, frag)
+    def check(self, rank: int, endpoints: dict) -> None:
+        """Every credit invariant of the module between progress calls
+        (``InvariantViolation``): the SRQs' module-wide credits, then each endpoint's."""
+        for srq in self.srqs:
+            if srq is not None:
+                held = sum(ep.qps[srq.index].srq_credits_inflight for ep in endpoints.values())
+                srq.check(rank, held)
+        for ep in endpoints.values():
+            ep.check()

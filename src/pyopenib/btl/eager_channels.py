@@ -1,8 +1,9 @@
-"""The openib BTL's use of eager-RDMA rings (reference 4): opening a ring for a frequent
+"""The openib module's eager-RDMA channels (reference 4): opening a ring for a frequent
 peer, writing high-priority small fragments into the peer's ring with tokens, returning
 freed slots as eager-RDMA credits, polling the local rings.
 
-A mixin of ``OpenibModule``: it uses the module's state and never stands alone."""
+``EagerRdmaChannels`` is a part of ``OpenibModule``; the rings themselves are
+``btl/eager_rdma.py``'s."""
 
 from __future__ import annotations
 
@@ -15,16 +16,10 @@ from .eager_rdma import (
     FOOTER_LEN,
     RDMA_CREDITS_FLAG,
     EagerRdmaLocal,
+    slot_size,
 )
-from .endpoint import CONNECTED, Endpoint
-from .frag import (
-    CTL_RDMA,
-    HDR_LEN,
-    HEADER,
-    SEND,
-    TAG_IB,
-    Frag,
-)
+from .endpoint import Endpoint
+from .frag import CTL_RDMA, HDR_LEN, HEADER, SEND, TAG_IB, Frag
 
 __all__ = ["EagerRdmaChannels"]
 
@@ -32,9 +27,20 @@ _RDMA_WRITE = WrOpcode.RDMA_WRITE
 
 
 class EagerRdmaChannels:
-    """Eager-RDMA channels of one module (rings in ``eager_rdma``)."""
+    """The eager-RDMA rings of one module: at most ``max_rings`` local rings, each opened
+    for a peer after ``threshold`` small fragments from it; ``endpoints`` the endpoints
+    with a local ring, polled in the order they were opened."""
 
-    def _take_eager_credits(self, ep: Endpoint, cap: int = 0x7FFF) -> int:
+    def __init__(self, module, settings, header_len: int):
+        self.module = module
+        self.enabled: bool = settings.use_eager_rdma
+        self.threshold: int = settings.eager_rdma_threshold
+        self.max_rings: int = settings.max_eager_rdma
+        self.num: int = settings.eager_rdma_num  # the MCA value plus one, as in Open MPI
+        self.slot: int = slot_size(settings.eager_limit, header_len)
+        self.endpoints: list[Endpoint] = []
+
+    def take_credits(self, ep: Endpoint, cap: int = 0x7FFF) -> int:
         """Eager-RDMA credits owed to the peer, flagged for a header (0 if none). Ring
         fragments carry the QP index in bits 11-14, so they cap the count at 0x7FF."""
         local = ep.eager_local
@@ -44,54 +50,60 @@ class EagerRdmaChannels:
         local.credits -= c
         return c | RDMA_CREDITS_FLAG
 
-    def _post_eager(self, ep: Endpoint, frag: Frag, sendi: bool = False) -> None:
+    def post_eager(self, ep: Endpoint, frag: Frag, sendi: bool = False) -> None:
         """Write the fragment into the peer's eager-RDMA ring (2.4 step 3): the header
         carries eager-RDMA credits (never PP credits) and the QP index in bits 11-14."""
+        module = self.module
         q = frag.qp
+        qs = ep.qps[q]
         frag.eager = True
-        credits = self._take_eager_credits(ep, 0x7FF) | (q << 11)
-        HEADER.pack_into(frag.buf, 0, frag.tag, self._take_cm_seen(ep, q), credits)
+        credits = self.take_credits(ep, 0x7FF) | (q << 11)
+        HEADER.pack_into(frag.buf, 0, frag.tag, qs.take_cm_seen(), credits)
         FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
         total = frag.length + FOOTER_LEN
         remote = ep.eager_remote
         ep.eager_frags_sent += 1
-        self.eager_sent[q] += 1
-        self.frags_sent[q] += 1
-        self.bytes_sent[q] += total
-        self._post_frag(ep, q, frag, total, sendi, _RDMA_WRITE,
-                        remote.next_slot_addr(total), remote.rkey)  # fmt: skip
+        traffic = module.traffic[q]
+        traffic.eager += 1
+        traffic.frags += 1
+        traffic.bytes += total
+        module.post_frag(
+            ep, qs, frag, total, sendi, _RDMA_WRITE, remote.next_slot_addr(total), remote.rkey
+        )
 
-    def _count_for_eager_rdma(self, ep: Endpoint) -> None:
-        """Open an eager-RDMA ring for a peer after eager_rdma_threshold small fragments
-        (at most max_eager_rdma rings per module; both devices must allow it)."""
-        if (ep.eager_local is not None or not self.use_eager_rdma
-                or len(self._eager_eps) >= self.max_eager_rdma):  # fmt: skip
+    def count(self, ep: Endpoint) -> None:
+        """Open an eager-RDMA ring for a peer after ``threshold`` small fragments (at most
+        ``max_rings`` per module; both devices must allow it) and offer it to the peer."""
+        if ep.eager_local is not None or not self.enabled or len(self.endpoints) >= self.max_rings:
             return
         ep.eager_recv_count += 1
-        if ep.eager_recv_count != self.eager_threshold:
+        if ep.eager_recv_count != self.threshold:
             return
-        ring = np.zeros(self.eager_num * self.eager_slot, dtype=np.uint8)
-        memory = self.register_memory(ring)
-        memory.mr.hw.on_remote_write = self._wake
-        ep.eager_local = EagerRdmaLocal(memory, self.eager_num, self.eager_slot)
-        self._eager_eps.append(ep)
-        q = self.credits_qp
-        frag = self._get_frag(q, SEND)
+        module = self.module
+        ring = np.zeros(self.num * self.slot, dtype=np.uint8)
+        memory = module.register_memory(ring)
+        memory.mr.watch_remote_writes(module.wake)
+        ep.eager_local = EagerRdmaLocal(memory, self.num, self.slot)
+        self.endpoints.append(ep)
+        q = module.credits.credits_qp_index
+        frag = module.get_frag(q, SEND)
         frag.tag = TAG_IB
         frag.high = True
         frag.ep = ep
         CONNECT_BODY.pack_into(frag.buf, HDR_LEN, CTL_RDMA, memory.mr.rkey, memory.mr.addr)
         frag.length = HDR_LEN + CONNECT_BODY.size
-        self._trace("eager_rdma_offer", ep, slots=self.eager_num)
-        if ep.state != CONNECTED:
-            ep.pending_lazy.append(frag)
-        elif not self._queue_behind_pending(ep, frag):
-            self._start_send(ep, frag)
+        module.trace("eager_rdma_offer", ep, slots=self.num)
+        module.submit(ep, frag)
 
-    def _poll_eager(self) -> int:
+    def any_pending(self) -> bool:
+        """A fragment waits in one of the local rings."""
+        return any(ep.eager_local.pending() for ep in self.endpoints)
+
+    def poll(self) -> int:
         """Poll every eager-RDMA ring's head slot (Open MPI does this first in progress)."""
         n = 0
-        for ep in self._eager_eps:
+        incoming = self.module.incoming
+        for ep in self.endpoints:
             local = ep.eager_local
             if not local.pending():  # the usual answer: the head slot's flag, no call chain
                 continue
@@ -100,5 +112,5 @@ class EagerRdmaChannels:
                 if data is None:
                     break
                 n += 1
-                self._incoming(ep, 0, data, len(data), None)
+                incoming(ep, 0, data, len(data), None)
         return n

@@ -44,9 +44,24 @@ class Frag:
     and credit messages under the ``smallest`` policy).
     """
 
-    __slots__ = ("kind", "buf", "mr", "qp", "order", "ep", "length", "tag", "on_complete",
-                 "high", "credit_qp", "payload_len", "trace_id", "eager", "unsignaled",
-                 "unsignaled_srq")  # fmt: skip
+    __slots__ = (
+        "kind",
+        "buf",
+        "mr",
+        "qp",
+        "order",
+        "ep",
+        "length",
+        "tag",
+        "on_complete",
+        "high",
+        "credit_qp",
+        "payload_len",
+        "trace_id",
+        "eager",
+        "unsignaled",
+        "unsignaled_srq",
+    )
 
     def __init__(self, kind: int, buf: np.ndarray, mr, qp: int, trace_id: int = -1):
         self.trace_id = trace_id

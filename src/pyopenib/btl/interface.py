@@ -16,32 +16,29 @@ own greenlet; they must not block.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-__all__ = ["BtlModule", "MemHandle", "RecvCallback", "TransportError"]
+from ..errors import TransportError
+
+__all__ = ["BtlLimits", "BtlModule", "MemHandle", "RecvCallback", "TransportError"]
 
 RecvCallback = Callable[[int, memoryview], None]
 """``callback(peer_rank, payload)``; the payload view is valid only during the call."""
 
 
-class TransportError(Exception):
-    """A fatal transport failure (iWARP TERMINATE, RNR/transport retries exceeded, flush).
+class BtlLimits(NamedTuple):
+    """What a BTL can carry to one peer (the part of UCX's ``iface_attr`` ob1 reads)."""
 
-    Raised out of ``progress()``/``send()`` once the BTL has marked the endpoint FAILED;
-    ``report`` is the multi-line text Open MPI would print (device, QP index, peer,
-    work-completion status, simulated time, what the peer was doing).
-    """
-
-    def __init__(self, report: str, *, status: str, peer: int, qp_index: int, time_ps: int):
-        super().__init__(report)
-        self.report = report
-        self.status = status
-        self.peer = peer
-        self.qp_index = qp_index
-        self.time_ps = time_ps
+    eager_limit: int
+    """Largest PML payload (bytes, PML header included) sent as one active message."""
+    rndv_eager_limit: int
+    """Bytes carried by the first fragment of a rendezvous (RTS)."""
+    max_send_size: int
+    """Largest fragment for pipelined sends."""
 
 
 class MemHandle(Protocol):
@@ -51,7 +48,10 @@ class MemHandle(Protocol):
     key: int
 
 
-class BtlModule(Protocol):
+class BtlModule(ABC):
+    """The BTL interface (``mca_btl_base_module_t``). Every BTL declares its limits and
+    its send-immediate path; the PML reads them and never probes for either."""
+
     rank: int
     eager_limit: int
     """Largest PML payload (bytes, PML header included) sent as one active message."""
@@ -59,10 +59,20 @@ class BtlModule(Protocol):
     """Largest fragment for pipelined sends."""
     rndv_eager_limit: int
     """Bytes carried by the first fragment of a rendezvous (RTS)."""
+    limits_per_peer: bool = False
+    """True when ``limits(peer)`` differs between peers (a BML routing peers to BTLs
+    with different limits); False: every peer gets the three numbers above, and the PML
+    may use them without asking per peer."""
 
+    def limits(self, peer: int) -> BtlLimits:
+        """The limits of the BTL that reaches ``peer``, as ob1 uses them per peer."""
+        return BtlLimits(self.eager_limit, self.rndv_eager_limit, self.max_send_size)
+
+    @abstractmethod
     def register_recv(self, tag: int, callback: RecvCallback) -> None:
         """Deliver active messages sent with ``tag`` (0 <= tag < 0x20) to ``callback``."""
 
+    @abstractmethod
     def send(
         self,
         peer: int,
@@ -80,17 +90,22 @@ class BtlModule(Protocol):
         the local send completion is reaped.
         """
 
+    def sendi(self, peer: int, tag: int, payload, high_priority: bool = False) -> bool:
+        """Open MPI's ``btl_sendi``: send at once with no completion callback, or refuse
+        (False) without queuing anything, and the caller uses ``send``. A BTL without a
+        send-immediate path always refuses."""
+        return False
+
+    @abstractmethod
     def register_memory(self, buffer: np.ndarray) -> MemHandle: ...
 
+    @abstractmethod
     def deregister_memory(self, handle: MemHandle) -> None:
         """Release a registration (``ibv_dereg_mr``): the memory is no longer pinned and no
         peer may target it. The PML releases each rendezvous registration when its transfer
         is over, as ob1 does without ``mpi_leave_pinned``."""
 
-    # Optional: ``limits(peer) -> (eager_limit, rndv_eager_limit, max_send_size)`` when
-    # the module reaches peers through BTLs with different limits (the BML); the PML
-    # then uses the peer's limits, as ob1 does, instead of the module-wide ones.
-
+    @abstractmethod
     def put(
         self,
         peer: int,
@@ -103,6 +118,7 @@ class BtlModule(Protocol):
     ) -> None:
         """RDMA write ``length`` bytes from local memory into the peer's registered memory."""
 
+    @abstractmethod
     def get(
         self,
         peer: int,
@@ -115,8 +131,10 @@ class BtlModule(Protocol):
     ) -> None:
         """RDMA read ``length`` bytes of the peer's registered memory into local memory."""
 
+    @abstractmethod
     def progress(self) -> int:
         """Poll completions, run callbacks; returns how many events were handled."""
 
+    @abstractmethod
     def wait_for_activity(self) -> None:
         """Block the calling rank greenlet until a completion is pending (see module doc)."""

@@ -1,26 +1,30 @@
-"""The openib BTL module of one process: its public surface (send, RDMA, progress),
-buffers, completions and the receive path (``_incoming``: Open MPI's
-``handle_incoming``), and fatal errors. The rest of the protocol lives beside it as
-mixins, one concept each: ``connect`` (QPs, out-of-band exchange, CTS), ``credits``
-(send-path checks, pending lists, re-posting, explicit credit messages), ``eager_channels``
-(eager-RDMA rings) and ``invariants``. See the reference for the Open MPI functions each
-method reproduces.
+"""The openib BTL module of one process: its public surface (send, sendi, RDMA, progress),
+buffers, posting, completions and the receive path (``incoming``: Open MPI's
+``handle_incoming``), and fatal errors.
+
+The protocol's rules live in parts the module holds, each with its own declared state:
+``credits`` (``CreditFlow``: admission, pending lists, re-posting, explicit credit
+messages), ``eager`` (``EagerRdmaChannels``: the eager-RDMA rings) and ``connections``
+(``ConnectionSetup``: QPs, the out-of-band exchange, CTS). The counters those rules move
+belong to the per-QP states of each endpoint (``btl/endpoint.py``) and to the module's
+shared receive queues (``btl/srq.py``). See the reference for the Open MPI functions
+each method reproduces.
 
 The one change: ``credits_policy``. With ``smallest`` (Open MPI), explicit credit messages
 of every P queue travel on ``credits_qp`` (the first P queue) and the buffers reserved
 for them are posted there; with ``own`` both follow the queue the credits belong to.
 The policy is the RECEIVER's (it sends the credits for the RQ it owns); a sender posts
-its credit-message reserve where its peer will send, learnt at connection time.
+its credit-message reserve where its peer will send, learnt from the peer's published
+settings before wire-up.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import numpy as np
 from greenlet import getcurrent
 
 from ..config import qp_inline_sizes
+from ..errors import TransportError
 from ..verbs import (
     Access,
     AsyncEventType,
@@ -33,16 +37,11 @@ from ..verbs import (
     WrOpcode,
 )
 from .connect import ConnectionSetup
-from .credits import CreditFlow
+from .credits import Admission, CreditFlow
 from .eager_channels import EagerRdmaChannels
-from .eager_rdma import (
-    CONNECT_BODY,
-    FOOTER_LEN,
-    RDMA_CREDITS_FLAG,
-    EagerRdmaRemote,
-    slot_size,
-)
-from .endpoint import CLOSED, CONNECTED, FAILED, Endpoint
+from .eager_rdma import CONNECT_BODY, FOOTER_LEN, RDMA_CREDITS_FLAG, EagerRdmaRemote
+from .endpoint import Endpoint, EndpointState
+from .failure_report import failure_report
 from .frag import (
     CREDIT,
     CREDIT_BODY,
@@ -51,31 +50,60 @@ from .frag import (
     CTS,
     HDR_LEN,
     HEADER,
-    QP_TX_BATCH_COUNT,
     RDMA,
     SEND,
     TAG_IB,
     UNSIGNALED,
     Frag,
 )
-from .interface import TransportError
-from .invariants import InvariantChecks
+from .interface import BtlLimits, BtlModule
 from .rcache import RegisteredMemory, RegistrationCache
 from .registrations import RegistrationCounts
-from .report import failure_report
+from .srq import SharedRq
 
-__all__ = ["OpenibModule", "RegisteredMemory"]
+__all__ = ["OpenibModule", "QpTraffic"]
 
 _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
-
-
 _RKEY_BITS = 24
-_SIGNALED = SendFlags.SIGNALED
-_SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
+_CONNECTED = EndpointState.CONNECTED
+_CLOSED = EndpointState.CLOSED
+_WRITE, _READ = WrOpcode.RDMA_WRITE, WrOpcode.RDMA_READ
 
 
-class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChecks):
+class QpTraffic:
+    """What the module sent on one QP index, over every peer (the statistics tables)."""
+
+    __slots__ = (
+        "frags",
+        "bytes",
+        "eager",
+        "completions",
+        "unsignaled",
+        "rdma_ops",
+        "credit_msgs",
+    )
+
+    def __init__(self):
+        self.frags = 0
+        self.bytes = 0
+        self.eager = 0
+        """Of ``frags``: written through an eager-RDMA ring."""
+        self.completions = 0
+        """Send-side completions reaped (sends, credit messages, CTS, puts, gets)."""
+        self.unsignaled = 0
+        """Sends posted without a completion (``sendi``)."""
+        self.rdma_ops = 0
+        """Puts and gets (the rendezvous bulk)."""
+        self.credit_msgs = 0
+        """Explicit credit messages posted on this QP, whichever queue they credit."""
+
+
+class OpenibModule(BtlModule):
     """One process's openib BTL module on one device (implements ``BtlModule``)."""
+
+    INLINE = SendFlags.INLINE
+    SIGNALED = SendFlags.SIGNALED
+    SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
 
     def __init__(self, rank: int, context, settings, oob, hostname: str, check_invariants=False):
         self.rank = rank
@@ -85,16 +113,16 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self.oob = oob
         self.hostname = hostname
         self.queues = settings.receive_queues
-        self.policy = settings.credits_policy
-        self.credits_qp = settings.credits_qp
         self.eager_limit = settings.eager_limit
         self.max_send_size = settings.max_send_size
         self.rndv_eager_limit = settings.rndv_eager_limit
         self.check_invariants = check_invariants
-        self.iwarp = context.model.transport == "iwarp"
+        device = context.query_device()
+        self.device = device
+        self.iwarp = device.transport == "iwarp"
+        self.host_poll = device.host_poll
         self.pd = context.alloc_pd()
-        depth = min(settings.cq_size, context.model.max_cq_entries)
-        self.cq = context.create_cq(depth)
+        self.cq = context.create_cq(min(settings.cq_size, device.max_cqe))
         self.endpoints: dict[int, Endpoint] = {}
         self._ep_by_qpn: dict[int, tuple[Endpoint, int]] = {}
         self._callbacks: dict[int, object] = {}
@@ -103,62 +131,39 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN for q in self.queues
         ]
         self._fatal: TransportError | None = None
-        self._retired_qpns: dict = {}  # qp_num -> a lost crossing's QP awaiting its flush
         self._frag_count = 0
         self._activity = None
         self._cq_armed = False
-        # eager RDMA (reference 4): rings for frequent peers, at most max_eager_rdma
-        self.use_eager_rdma = settings.use_eager_rdma
-        self.eager_threshold = settings.eager_rdma_threshold
-        self.max_eager_rdma = settings.max_eager_rdma
-        self.eager_num = settings.eager_rdma_num  # the MCA value plus one, as in Open MPI
-        self.eager_slot = slot_size(self.eager_limit, HDR_LEN)
-        self._eager_eps: list[Endpoint] = []
-        # SRQ state (module-wide, per S queue index)
-        self.srqs: list = [None] * len(self.queues)
-        self.srq_sd_credits = [q.sd_max for q in self.queues]
-        self.srq_rd_posted = [0] * len(self.queues)
-        self.srq_pending = [(deque(), deque()) for _ in self.queues]
-        # SRQ resizing (btl_openib_enable_srq_resize): start with rd_init buffers and
-        # double on every SRQ-limit event until rd_num, as Open MPI does (reference 3).
-        resize = settings.enable_srq_resize
-        self.srq_rd_curr_num = [max(q.rd_init, 1) if resize else q.rd_num for q in self.queues]
-        self.srq_rd_low_local = [
-            (q.rd_init - q.rd_init // 4) if resize else q.rd_low for q in self.queues
-        ]
-        self.srq_limit_flag = [resize and q.kind == "S" and q.srq_limit > 0 for q in self.queues]
-        self._srq_index: dict[int, int] = {}
+        # IBV_SEND_INLINE for every frame up to its QP's inline size (ib_inline_max)
+        inline = settings.max_inline_data
+        self.qp_inline = qp_inline_sizes(self.queues, device.max_inline if inline < 0 else inline)
+        # statistics
+        self.registrations = RegistrationCounts()
+        self.rcache = RegistrationCache(
+            self.pd, _ACCESS_ALL, self.registrations, settings.leave_pinned
+        )
+        self.traffic = [QpTraffic() for _ in self.queues]
+        # the parts
+        self.srqs: list[SharedRq | None] = [None] * len(self.queues)
+        self._srq_index: dict[int, SharedRq] = {}
         for i, q in enumerate(self.queues):
             if q.kind == "S":
-                self.srqs[i] = self.pd.create_srq(q.rd_num + q.sd_max)
-                self._srq_index[self.srqs[i].hw.srq_num] = i
-        # CTS handshake (Open MPI's rdmacm CPC) needs a P queue to carry it; all-SRQ
-        # configurations connect with a three-way out-of-band exchange instead (udcm).
-        self._uses_cts = self.queues[self.credits_qp].kind == "P"
+                srq = SharedRq(
+                    i, q, self.pd.create_srq(q.rd_num + q.sd_max), settings.enable_srq_resize
+                )
+                self.srqs[i] = srq
+                self._srq_index[srq.srq_num] = srq
+        self.credits = CreditFlow(self, settings, self.srqs)
+        self.eager = EagerRdmaChannels(self, settings, HDR_LEN)
+        self.connections = ConnectionSetup(self, settings, device.lid)
         context.on_async = self._on_async
         tr = self.sim.tracer
         if tr is not None:  # lets trace readers put this rank's endpoints on its host
             tr.emit("btl", "placement", f"rank{rank}", host=hostname)
-        self.host_poll = context.model.host_poll
-        # IBV_SEND_INLINE for every frame up to its QP's inline size (ib_inline_max)
-        inline = settings.max_inline_data
-        self.qp_inline = qp_inline_sizes(
-            self.queues, context.model.max_inline if inline < 0 else inline
-        )
-        # statistics
-        self.registrations = RegistrationCounts()
-        self.rcache = RegistrationCache(self.pd, _ACCESS_ALL, self.registrations,
-                                        settings.leave_pinned)  # fmt: skip
-        self.frags_sent = [0] * len(self.queues)
-        self.bytes_sent = [0] * len(self.queues)
-        self.eager_sent = [0] * len(self.queues)  # of frags_sent: through an eager-RDMA ring
-        self.send_completions = [0] * len(self.queues)  # send-side CQEs reaped, per QP
-        self.unsignaled_sends = [0] * len(self.queues)
-        self.rdma_ops = [0] * len(self.queues)  # puts and gets (the rendezvous bulk)
-        self.credit_msgs_on = [0] * len(self.queues)
-        for i, q in enumerate(self.queues):
-            if q.kind == "S":
-                self._post_srr(i)
+        oob.publish(rank, settings.credits_policy)
+        for srq in self.srqs:
+            if srq is not None:
+                self.credits.post_srr(srq)
 
     # -- public BtlModule surface ---------------------------------------------------------
     def register_recv(self, tag: int, callback) -> None:
@@ -166,60 +171,53 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             raise ValueError(f"BTL tag {tag} outside 0..{TAG_IB - 1}")
         self._callbacks[tag] = callback
 
+    def limits(self, peer: int) -> BtlLimits:
+        """The same for every peer: one module, one device."""
+        return BtlLimits(self.eager_limit, self.rndv_eager_limit, self.max_send_size)
+
     def send(self, peer: int, tag: int, payload, on_complete=None, high_priority=False) -> None:
         self._raise_if_failed()
         n = len(payload)
         frag = self._send_frag(self._order_for(n), tag, payload, n, on_complete, high_priority)
-        ep = self._endpoint(peer)
+        ep = self.endpoint(peer)
         frag.ep = ep
-        if ep.state != CONNECTED:
-            ep.pending_lazy.append(frag)
-            if ep.state == CLOSED:
-                self._connect(ep)
-            return
-        if self._queue_behind_pending(ep, frag):
-            return
-        self._start_send(ep, frag)
+        self.submit(ep, frag)
 
     def sendi(self, peer: int, tag: int, payload, high_priority: bool = False) -> bool:
         """Open MPI's ``btl_sendi``: send at once, or refuse (False) without queuing
-        anything when the endpoint is not connected, fragments wait on this queue, or a
-        WQE or credit is missing; the caller then uses ``send``. Most ``sendi`` sends ask
-        for no completion (``_send_flags``): their frag is free again on return."""
+        anything when the endpoint is not connected or the admission ``send`` would
+        make says the fragment must wait; the caller then uses ``send``. Most ``sendi``
+        sends ask for no completion (``CreditFlow.send_flags``): their frag is free again
+        on return."""
         if self._fatal is not None:
             raise self._fatal
         ep = self.endpoints.get(peer)
-        if ep is None or ep.state != CONNECTED:
+        if ep is None or ep.state != _CONNECTED:
             return False
         n = len(payload)
-        q = self._order_for(n)
-        p = 0 if high_priority else 1
-        pp = self.queues[q].kind == "P"
-        if (ep.no_wqe_pending[q][p] or ep.sd_wqe[q] <= 0
-                or (ep.no_credits_pending[q][p] if pp else self.srq_pending[q][p])):  # fmt: skip
+        qs = ep.qps[self._order_for(n)]
+        verdict = self.credits.admit(ep, qs, high_priority, n, True)
+        if verdict < Admission.BY_RING:
             return False
-        remote = ep.eager_remote
-        rdma = high_priority and remote is not None and remote.tokens > 0 and n <= self.eager_limit
-        if not rdma and (ep.sd_credits[q] <= 0 if pp else self.srq_sd_credits[q] <= 0):
-            return False
-        frag = self._send_frag(q, tag, payload, n, None, high_priority)
+        frag = self._send_frag(qs.index, tag, payload, n, None, high_priority)
         frag.ep = ep
-        ep.sd_wqe[q] -= 1
-        if rdma:
-            remote.tokens -= 1
-            self._post_eager(ep, frag, True)
-        else:
-            if pp:
-                ep.sd_credits[q] -= 1
-            else:
-                self.srq_sd_credits[q] -= 1
-            self._post_data(ep, frag, True)
+        self.credits.go(ep, qs, frag, verdict, True)
         return True
+
+    def submit(self, ep: Endpoint, frag: Frag) -> None:
+        """A new fragment for ``ep``: waits for the connection (opening it on first use),
+        or goes through the credit flow's admission behind what already waits."""
+        if ep.state != _CONNECTED:
+            ep.pending_lazy.append(frag)
+            if ep.state == _CLOSED:
+                self.connections.connect(ep)
+            return
+        self.credits.start_send(ep, frag, behind=True)
 
     def _send_frag(self, q: int, tag: int, payload, n: int, on_complete, high: bool) -> Frag:
         """A send frag of queue q with ``payload`` copied in behind the openib header:
         the copy that lets the caller reuse its buffer as soon as the call returns."""
-        frag = self._get_frag(q, SEND)
+        frag = self.get_frag(q, SEND)
         frag.tag = tag
         frag.payload_len = n
         frag.length = HDR_LEN + n
@@ -240,18 +238,19 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         self.rcache.release(handle)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
-        self._rdma(WrOpcode.RDMA_WRITE, peer, local, local_offset, remote_key, remote_offset,
-                   length, on_complete)  # fmt: skip
+        self._rdma(
+            _WRITE, peer, local, local_offset, remote_key, remote_offset, length, on_complete
+        )
 
     def get(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
-        self._rdma(WrOpcode.RDMA_READ, peer, local, local_offset, remote_key, remote_offset,
-                   length, on_complete)  # fmt: skip
+        self._rdma(_READ, peer, local, local_offset, remote_key, remote_offset, length, on_complete)
 
     def progress(self) -> int:
         """Poll the CQ and handle every completion; raises ``TransportError`` if fatal."""
         if self._fatal is not None:
             raise self._fatal
-        handled = self._poll_eager() if self._eager_eps else 0
+        eager = self.eager
+        handled = eager.poll() if eager.endpoints else 0
         if not handled and not self.cq.entries:
             return 0
         wcs = self.cq.poll(256)
@@ -270,27 +269,29 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
 
     def wait_for_activity(self) -> None:
         self._raise_if_failed()
-        if self.cq.entries:
+        if self.cq.entries or self.eager.any_pending():
             return
-        for ep in self._eager_eps:
-            if ep.eager_local.pending():
-                return
         self._activity = getcurrent()
         if not self._cq_armed:  # one notification request at a time, as ibv_req_notify_cq
             self._cq_armed = True
             self.cq.req_notify(self._cq_event)
         self.sim.suspend()
 
+    def oob_receive(self, src: int, kind: str, body) -> None:
+        """An out-of-band connection message from ``src`` (``ConnectionSetup``)."""
+        self.connections.oob_receive(src, kind, body)
+
     def _cq_event(self) -> None:
         self._cq_armed = False
-        self._wake()
+        self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Resume the rank if it sleeps in ``wait_for_activity``."""
         waiter, self._activity = self._activity, None
         if waiter is not None:
             self.sim.resume(waiter)
 
-    # -- queue selection and buffers ------------------------------------------------------
+    # -- queue selection, buffers, endpoints ----------------------------------------------
     def _order_for(self, nbytes: int) -> int:
         for i, q in enumerate(self.queues):
             if q.size >= nbytes:
@@ -300,7 +301,8 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             f"({self.queues[-1].size} bytes)"
         )
 
-    def _get_frag(self, q: int, kind: int) -> Frag:
+    def get_frag(self, q: int, kind: int) -> Frag:
+        """A registered buffer of queue q's size class, from its free list or new."""
         free = self._free[q]
         if free:
             frag = free.pop()
@@ -320,95 +322,131 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         frag.ep = None
         self._free[frag.qp].append(frag)
 
-    def _endpoint(self, peer: int) -> Endpoint:
+    def endpoint(self, peer: int) -> Endpoint:
+        """The endpoint toward ``peer``, created (CLOSED) on first use."""
         ep = self.endpoints.get(peer)
         if ep is None:
             if peer == self.rank or peer < 0:
                 raise ValueError(f"invalid peer {peer}")
-            ep = Endpoint(self, peer, self.queues)
+            ep = Endpoint(self.rank, peer, self.queues, self.srqs, self.oob.policy_of(peer))
             self.endpoints[peer] = ep
         return ep
 
-    # -- sending (the credit checks are in ``credits``) ------------------------------------
+    def srq_of(self, q: int):
+        """The verbs SRQ of queue q (None for a P queue): what its QPs attach to."""
+        srq = self.srqs[q]
+        return srq.srq if srq is not None else None
 
-    def _post_send_frag(self, ep: Endpoint, order: int, frag: Frag, opcode) -> None:
-        """Post a control message (CTS, credits) on QP ``order``: signaled, inline when it
-        fits, carrying the unsignaled sends before it (Open MPI's ``post_send``)."""
+    def own_qp(self, qp_num: int, ep: Endpoint, q: int) -> None:
+        """Completions and async events naming ``qp_num`` are ``ep``'s, QP q."""
+        self._ep_by_qpn[qp_num] = (ep, q)
+
+    def disown_qp(self, qp_num: int) -> None:
+        self._ep_by_qpn.pop(qp_num, None)
+
+    # -- posting --------------------------------------------------------------------------
+    def post_control(
+        self, ep: Endpoint, qs, frag: Frag, length: int, opcode, remote_addr: int = 0, rkey: int = 0
+    ) -> None:
+        """Post a control message (CTS, credits; SEND or a write into the eager ring) on
+        QP state ``qs``: signaled, inline when it fits, carrying the unsignaled sends
+        before it (Open MPI's ``post_send``)."""
+        order = qs.index
         frag.order = order
         frag.ep = ep
-        flags = _SIGNALED_INLINE if frag.length <= self.qp_inline[order] else _SIGNALED
-        self._carry_unsignaled(ep, order, frag)
-        wr = SendWR(frag, opcode, (Sge(frag.mr.addr, frag.length, frag.mr.lkey),), flags)
-        ep.qps[order].post_send(wr)
+        flags = self.SIGNALED_INLINE if length <= self.qp_inline[order] else self.SIGNALED
+        qs.carry_unsignaled(frag)
+        wr = SendWR(
+            frag,
+            opcode,
+            (Sge(frag.mr.addr, length, frag.mr.lkey),),
+            flags,
+            remote_addr=remote_addr,
+            rkey=rkey,
+        )
+        qs.qp.post_send(wr)
 
-    def _post_frag(self, ep: Endpoint, q: int, frag: Frag, frame: int, sendi: bool, opcode,
-                   remote_addr: int = 0, rkey: int = 0) -> None:  # fmt: skip
-        """Post a data fragment of ``frame`` bytes on q (2.4 step 6). A signaled one
-        carries the unsignaled sends before it; an unsignaled one is inline, so its frag
-        is free again at once."""
+    def post_frag(
+        self,
+        ep: Endpoint,
+        qs,
+        frag: Frag,
+        frame: int,
+        sendi: bool,
+        opcode,
+        remote_addr: int = 0,
+        rkey: int = 0,
+    ) -> None:
+        """Post a data fragment of ``frame`` bytes (2.4 step 6). A signaled one carries
+        the unsignaled sends before it; an unsignaled one is inline, so its frag is free
+        again at once."""
+        q = qs.index
         frag.order = q
-        flags = self._send_flags(ep, q, frame, sendi)
+        flags = self.credits.send_flags(qs, frame, sendi)
         wr_id = frag
-        if flags & _SIGNALED:
-            self._carry_unsignaled(ep, q, frag)
+        if flags & self.SIGNALED:
+            qs.carry_unsignaled(frag)
         else:
-            self.unsignaled_sends[q] += 1
-            ep.sd_wqe_inflight[q] += 1
-            if not frag.eager and self.queues[q].kind == "S":
-                ep.srq_credits_inflight[q] += 1
+            self.traffic[q].unsignaled += 1
+            qs.posted_unsignaled(not frag.eager)
             wr_id = UNSIGNALED
         sge = (Sge(frag.mr.addr, frame, frag.mr.lkey),)
-        ep.qps[q].post_send(SendWR(wr_id, opcode, sge, flags, remote_addr=remote_addr,
-                                   rkey=rkey))  # fmt: skip
+        qs.qp.post_send(SendWR(wr_id, opcode, sge, flags, remote_addr=remote_addr, rkey=rkey))
         if wr_id is not frag:
             self._return_frag(frag)
 
     def _rdma(self, opcode, peer, local, local_offset, remote_key, remote_offset, length, cb):
         self._raise_if_failed()
-        ep = self._endpoint(peer)
-        if ep.state != CONNECTED:
+        ep = self.endpoint(peer)
+        if ep.state != _CONNECTED:
             raise RuntimeError("RDMA before the endpoint is connected (the PML sends first)")
-        q = len(self.queues) - 1  # Open MPI's rdma_qp: the last queue
+        qs = ep.qps[self.credits.rdma_qp]
         remote_addr = (remote_key >> _RKEY_BITS) + remote_offset
         rkey = remote_key & ((1 << _RKEY_BITS) - 1)
-        frag = Frag(RDMA, local.buffer, local.mr, q)
+        frag = Frag(RDMA, local.buffer, local.mr, qs.index)
         frag.ep = ep
         frag.on_complete = cb
         # a small put goes inline, as Open MPI's (a get's data comes from the peer)
-        inline = opcode == WrOpcode.RDMA_WRITE and length <= self.qp_inline[q]
-        wr = SendWR(frag, opcode, (Sge(local.mr.addr + local_offset, length, local.mr.lkey),),
-                    _SIGNALED_INLINE if inline else _SIGNALED, remote_addr=remote_addr,
-                    rkey=rkey)  # fmt: skip
-        if ep.pending_rdma or ep.sd_wqe[q] <= 0:
+        inline = opcode == WrOpcode.RDMA_WRITE and length <= self.qp_inline[qs.index]
+        wr = SendWR(
+            frag,
+            opcode,
+            (Sge(local.mr.addr + local_offset, length, local.mr.lkey),),
+            self.SIGNALED_INLINE if inline else self.SIGNALED,
+            remote_addr=remote_addr,
+            rkey=rkey,
+        )
+        if ep.pending_rdma or not qs.acquire_wqe():
             # no free WQE: wait on the put/get pending list (Open MPI's pending_put_frags)
             ep.pending_rdma.append(wr)
             return
-        ep.sd_wqe[q] -= 1
-        self._post_rdma(ep, q, wr)
+        self.post_rdma(ep, qs, wr)
 
-    def _post_rdma(self, ep: Endpoint, q: int, wr) -> None:
-        """Post a put/get: signaled, carrying the unsignaled sends before it; it restarts
-        ``sendi``'s count to the next completion, as every signaled post does."""
-        self._carry_unsignaled(ep, q, wr.wr_id)
-        ep.wqe_count[q] = QP_TX_BATCH_COUNT
-        self.rdma_ops[q] += 1
-        ep.qps[q].post_send(wr)
+    def post_rdma(self, ep: Endpoint, qs, wr) -> None:
+        """Post a put/get whose WQE is taken: signaled, carrying the unsignaled sends
+        before it; it restarts ``sendi``'s count to the next completion, as every
+        signaled post does."""
+        qs.carry_unsignaled(wr.wr_id)
+        qs.reset_signal_count()
+        self.traffic[qs.index].rdma_ops += 1
+        qs.qp.post_send(wr)
 
-    # -- receive buffers ------------------------------------------------------------------
-    def _post_recv_frag(self, ep: Endpoint, order: int, frag: Frag) -> None:
+    def post_recv_frag(self, ep: Endpoint, order: int, frag: Frag) -> None:
         frag.ep = ep
         frag.order = order
-        qp = ep.qps[order]
-        qp.post_recv(RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),)))
+        ep.qps[order].qp.post_recv(
+            RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),))
+        )
 
     # -- completions ----------------------------------------------------------------------
     def _handle_wc(self, wc) -> None:
         frag = wc.wr_id
         if wc.status != WcStatus.SUCCESS:
-            if wc.qp_num in self._retired_qpns and wc.status == WcStatus.WR_FLUSH_ERR:
+            connections = self.connections
+            if connections.is_retired(wc.qp_num) and wc.status == WcStatus.WR_FLUSH_ERR:
                 if isinstance(frag, Frag) and frag.kind != RDMA:
                     self._return_frag(frag)
-                self._retired_flushed(wc.qp_num)
+                connections.retired_flushed(wc.qp_num)
                 return
             self._wc_error(wc, frag)
             return
@@ -417,50 +455,48 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
             return
         ep = frag.ep
         kind = frag.kind
-        self.send_completions[frag.order] += 1
+        credits = self.credits
+        self.traffic[frag.order].completions += 1
         if kind == SEND:
-            q = frag.qp
-            ep.sd_wqe[q] += 1
+            qs = ep.qps[frag.qp]
+            qs.put_wqe()
             own_srq_credit = not frag.eager
             cb = frag.on_complete
-            self._give_back_unsignaled(ep, q, frag, own_srq_credit)
+            credits.give_back_unsignaled(qs, frag, own_srq_credit)
             self._return_frag(frag)
-            self._progress_wqe_pending(ep, q)
+            credits.progress_wqe_pending(ep, qs)
             if cb is not None:
                 cb()
         elif kind == CREDIT:
-            if self._give_back_unsignaled(ep, frag.order, frag, False):
-                self._progress_wqe_pending(ep, frag.order)
-            self._credit_frag_done(ep, frag)
+            qs = ep.qps[frag.order]
+            if credits.give_back_unsignaled(qs, frag, False):
+                credits.progress_wqe_pending(ep, qs)
+            credits.credit_frag_done(ep, frag)
         elif kind == CTS:
-            if self._give_back_unsignaled(ep, frag.order, frag, False):
-                self._progress_wqe_pending(ep, frag.order)
+            qs = ep.qps[frag.order]
+            if credits.give_back_unsignaled(qs, frag, False):
+                credits.progress_wqe_pending(ep, qs)
             self._return_frag(frag)
         elif kind == RDMA:
-            q = frag.qp
-            ep.sd_wqe[q] += 1
-            self._give_back_unsignaled(ep, q, frag, False)
-            self._progress_wqe_pending(ep, q)
+            qs = ep.qps[frag.qp]
+            qs.put_wqe()
+            credits.give_back_unsignaled(qs, frag, False)
+            credits.progress_wqe_pending(ep, qs)
             frag.on_complete()
 
     def _handle_incoming(self, frag: Frag, wc) -> None:
-        """A receive completion: the CTS, or a fragment for ``_incoming``."""
+        """A receive completion: the CTS, or a fragment for ``incoming``."""
         ep = frag.ep
         if frag.kind == CTS:
             self._return_frag(frag)
-            ep.cts_received = True
-            self._trace("cts_received", ep)
-            if not ep.cts_sent:
-                self._send_cts(ep)
-            if ep.state != CONNECTED:
-                self._connected(ep)
+            self.connections.cts_received(ep)
             return
         rqp = frag.order
         if ep is None:  # SRQ buffer: find the peer from the source QP
             ep, rqp = self._srq_endpoint(wc)
-        self._incoming(ep, rqp, frag.buf, wc.byte_len, frag)
+        self.incoming(ep, rqp, frag.buf, wc.byte_len, frag)
 
-    def _incoming(self, ep: Endpoint, rqp: int, buf, nbytes: int, frag: Frag | None) -> None:
+    def incoming(self, ep: Endpoint, rqp: int, buf, nbytes: int, frag: Frag | None) -> None:
         """2.6: deliver or account one fragment, then credits and re-posting.
 
         ``frag`` is the receive buffer it arrived in, or None when it came through the
@@ -476,8 +512,9 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
                 rcredits = body_credits
             elif ctl == CTL_RDMA:
                 _, rkey, addr = CONNECT_BODY.unpack_from(buf, HDR_LEN)
-                ep.eager_remote = EagerRdmaRemote(addr, rkey, self.eager_num, self.eager_slot)
-                self._trace("eager_rdma_connected", ep, slots=self.eager_num)
+                eager = self.eager
+                ep.eager_remote = EagerRdmaRemote(addr, rkey, eager.num, eager.slot)
+                self.trace("eager_rdma_connected", ep, slots=eager.num)
         if not is_credit_msg:
             if frag is None:
                 cqp = (credits >> 11) & 0xF
@@ -492,35 +529,24 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
                 if cb is None:
                     raise RuntimeError(f"fragment with unregistered BTL tag {tag} from {ep.peer}")
                 cb(ep.peer, memoryview(buf)[HDR_LEN:nbytes])
+        cs = ep.qps[cqp]
         if cm_seen:
-            ep.cm_sent[cqp] -= cm_seen
+            cs.cm_acknowledged(cm_seen)
         if frag is None:
             ep.eager_local.credits += 1  # the ring slot is free again
         else:
-            spec = self.queues[rqp]
             self._return_frag(frag)
-            if spec.kind == "P":
-                if is_credit_msg:
-                    ep.cm_received[cqp] += 1
-                    ep.cm_msgs_received[cqp] += 1
-                else:
-                    ep.rd_posted[rqp] -= 1
-                    ep.data_received[rqp] += 1
-                self._post_rr(ep, cqp)
-            else:
-                self.srq_rd_posted[rqp] -= 1
-                self._post_srr(rqp)
+            ep.qps[rqp].buffer_consumed(self.credits, ep, cs, is_credit_msg)
             if nbytes < self.eager_limit:  # wc->byte_len (header included), as Open MPI
-                self._count_for_eager_rdma(ep)
+                self.eager.count(ep)
         if rcredits and ep.eager_remote is not None:
             ep.eager_remote.tokens += rcredits
         if credits:
-            ep.sd_credits[cqp] += credits
-            ep.credits_received[cqp] += credits
-            self._trace("credits_in", ep, qp=cqp, credits=credits, explicit=is_credit_msg)
+            cs.credits_arrived(credits)
+            self.trace("credits_in", ep, qp=cqp, credits=credits, explicit=is_credit_msg)
         if credits or rcredits:
-            self._progress_no_credits_pending(ep)
-        self._send_credits(ep, cqp)
+            self.credits.progress_no_credits_pending(ep)
+        self.credits.send_credits(ep, cqp)
 
     def _srq_endpoint(self, wc):
         found = self._ep_by_qpn.get(wc.qp_num)
@@ -539,30 +565,36 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
 
     def _on_async(self, event) -> None:
         kind = event.event_type
-        if kind is AsyncEventType.SRQ_LIMIT_REACHED:
-            q = self._srq_index.get(event.qp_num)
-            if q is not None:
-                self._srq_limit_reached(q)
+        if kind == AsyncEventType.SRQ_LIMIT_REACHED:
+            srq = self._srq_index.get(event.qp_num)
+            if srq is not None:
+                self.credits.srq_limit_reached(srq)
             return
         if self._fatal is None and kind in (AsyncEventType.QP_FATAL, AsyncEventType.CQ_ERR):
             owned = self._ep_by_qpn.get(event.qp_num)
-            if owned is None and kind is AsyncEventType.QP_FATAL:
+            if owned is None and kind == AsyncEventType.QP_FATAL:
                 # not a live QP of this module: a neighbour process's on the shared NIC,
                 # or one this module retired itself; neither is this process's failure
                 # (a CQ_ERR is always ours: the CQ is this module's)
                 return
             ep = owned[0] if owned is not None else None
             self._fail(ep, event.qp_num, kind.name, event.reason)
-        self._wake()
+        self.wake()
 
     def _fail(self, ep, qp_num: int, status: str, detail: str) -> None:
         q = self._ep_by_qpn.get(qp_num, (None, -1))[1]
         if ep is not None:
-            ep.state = FAILED
+            ep.state = EndpointState.FAILED
         report = failure_report(self, ep, q, status, detail)
-        self._trace("fatal", ep, qp=q, status=status)
-        self._fatal = TransportError(report, status=status, peer=ep.peer if ep else -1,
-                                     qp_index=q, time_ps=self.sim.now)  # fmt: skip
+        self.trace("fatal", ep, qp=q, status=status)
+        self._fatal = TransportError(
+            report,
+            status=status,
+            peer=ep.peer if ep else -1,
+            qp_index=q,
+            time_ps=self.sim.now,
+            detail=detail,
+        )
 
     def _raise_if_failed(self) -> None:
         if self._fatal is not None:
@@ -572,8 +604,23 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
     def failed(self) -> TransportError | None:
         return self._fatal
 
-    # -- tracing and invariants -----------------------------------------------------------
-    def _trace(self, kind: str, ep, **fields) -> None:
+    # -- what the module can say about itself ---------------------------------------------
+    def describe_stall(self) -> list[str]:
+        """Where this module's fragments wait in a hang (``CreditFlow.describe_stall``)."""
+        return self.credits.describe_stall(self.rank, self.endpoints)
+
+    def assert_invariants(self) -> None:
+        """Every credit invariant between progress calls (``InvariantViolation``)."""
+        self.credits.check(self.rank, self.endpoints)
+
+    def assert_conservation(self, peer_module: OpenibModule) -> None:
+        """Credits from me to ``peer_module`` conserved (``Endpoint.check_conservation``)."""
+        ep = self.endpoints.get(peer_module.rank)
+        pep = peer_module.endpoints.get(self.rank)
+        if ep is not None and pep is not None:
+            ep.check_conservation(pep)
+
+    def trace(self, kind: str, ep, **fields) -> None:
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("btl", kind, f"rank{self.rank}->{ep.peer if ep else '?'}", **fields)

@@ -31,6 +31,8 @@ from collections import deque
 
 import numpy as np
 
+from .interface import BtlModule
+
 __all__ = [
     "SM_EAGER_LIMIT",
     "SM_LATENCY_PS",
@@ -98,7 +100,7 @@ class SmNode:
         del self.memory[key]
 
 
-class SmModule:
+class SmModule(BtlModule):
     """One process's sm BTL module (implements ``BtlModule`` for its node's peers)."""
 
     eager_limit = SM_EAGER_LIMIT
@@ -155,13 +157,15 @@ class SmModule:
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         target = self._remote(peer, remote_key)
-        self._rdma("sm_put", peer, target, remote_offset, local.buffer, local_offset, length,
-                   on_complete)  # fmt: skip
+        self._rdma(
+            "sm_put", peer, target, remote_offset, local.buffer, local_offset, length, on_complete
+        )
 
     def get(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         source = self._remote(peer, remote_key)
-        self._rdma("sm_get", peer, local.buffer, local_offset, source, remote_offset, length,
-                   on_complete)  # fmt: skip
+        self._rdma(
+            "sm_get", peer, local.buffer, local_offset, source, remote_offset, length, on_complete
+        )
 
     def progress(self) -> int:
         """Deliver every message visible in this process's mailboxes, run due completions."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..apps.scenarios import run_scenario
 from ..btl import stall_report
-from ..errors import PyopenibError
+from ..errors import InvariantViolation, PyopenibError
 
 __all__ = ["RACE_LABELS", "Outcome", "ScenarioRun", "scenario_runner"]
 
@@ -58,21 +58,17 @@ class ScenarioRun:
             kwargs["trace"] = trace
         try:
             r = run_scenario(self.name, oracle=oracle, **kwargs)
-        except AssertionError as exc:
+        except InvariantViolation as exc:
             return Outcome(False, f"invariant broken: {exc}")
         except PyopenibError as exc:
             if exc.topic == "scenario-delivery":
                 return Outcome(False, str(exc))
             raise
         if r.failure is not None:
-            detail = r.failure.report.splitlines()
-            line = next(
-                (" ".join(x.split()) for x in detail if x.strip().startswith("Detail:")), ""
-            )
             return Outcome(
                 False,
                 f"{r.failure.status} on QP {r.failure.qp_index} at "
-                f"{r.sim_time_ps / 1e6:.3f} us. {line}",
+                f"{r.sim_time_ps / 1e6:.3f} us. Detail: {r.failure.detail}",
                 modules=r.modules,
             )
         if r.hung:

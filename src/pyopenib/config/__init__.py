@@ -16,7 +16,12 @@ from .device_params import (
     IniValue,
     load_device_params,
 )
-from .effective import EffectiveSettings, check_peer_compatibility, effective_settings
+from .effective import (
+    CreditsPolicy,
+    EffectiveSettings,
+    check_peer_compatibility,
+    effective_settings,
+)
 from .mca import McaContext, McaValue, McaWarning, Source, load_mca, load_mca_from_process
 from .receive_queues import (
     QueueSpec,
@@ -30,6 +35,7 @@ from .variables import Variable
 
 __all__ = [
     "CREDITS_QP_LEVEL",
+    "CreditsPolicy",
     "DeviceParams",
     "DeviceParamsTable",
     "EffectiveSettings",

@@ -19,6 +19,7 @@ Precedence (Open MPI 4.1, ``btl_openib_component.c``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..errors import PyopenibError
 from . import topics  # noqa: F401  (registers the messages)
@@ -32,7 +33,21 @@ from .receive_queues import (
     qp_inline_sizes,
 )
 
-__all__ = ["EffectiveSettings", "check_peer_compatibility", "effective_settings"]
+__all__ = ["CreditsPolicy", "EffectiveSettings", "check_peer_compatibility", "effective_settings"]
+
+
+class CreditsPolicy(StrEnum):
+    """Where a receiver sends the explicit credit messages of a per-peer queue
+    (``btl_openib_credits_qp``, resolved: ``auto`` is gone by now). The receiver's policy
+    decides, because it owns the receive queue at risk."""
+
+    SMALLEST = "smallest"
+    """Open MPI's behaviour: every P queue's credit messages travel on ``credits_qp``
+    (the first P queue), whose reserve holds the buffers for all of them."""
+    OWN = "own"
+    """Each P queue's credit messages travel on the queue they credit, so on a device
+    with one work queue per QP they wait behind that queue's receive posts."""
+
 
 BUILT_IN = "built-in default"
 
@@ -55,10 +70,12 @@ class EffectiveSettings:
     mtu: int
     use_eager_rdma: bool
     max_inline_data: int
-    credits_policy: str
-    """``own`` or ``smallest``: where explicit credit messages of a P queue travel."""
-    credits_qp: int
-    """Open MPI's credits_qp (first P queue, else the last queue) for ``smallest``."""
+    credits_policy: CreditsPolicy
+    """Where explicit credit messages of a P queue travel (``own`` or ``smallest``)."""
+    credits_qp_index: int
+    """The QP Open MPI calls ``credits_qp`` (first P queue, else the last queue): where
+    every P queue's credit messages travel under ``smallest``. Not the MCA variable
+    ``btl_openib_credits_qp``, which chooses the policy."""
     eager_limit: int
     max_send_size: int
     rndv_eager_limit: int
@@ -88,7 +105,7 @@ class EffectiveSettings:
         shown = (
             ("receive_queues", self.receive_queues_string),
             ("credits_policy", self.credits_policy),
-            ("credits_qp", str(self.credits_qp)),
+            ("credits_qp_index", str(self.credits_qp_index)),
             ("mtu", str(self.mtu)),
             ("use_eager_rdma", str(int(self.use_eager_rdma))),
             ("max_inline_data", str(self.max_inline_data)),
@@ -263,12 +280,15 @@ def effective_settings(
         requested != "auto",
         requested,
         "credits_on_own_qp",
-        lambda own: "own" if own else "smallest",
-        "smallest",
+        lambda own: CreditsPolicy.OWN if own else CreditsPolicy.SMALLEST,
+        CreditsPolicy.SMALLEST,
         " (btl_openib_credits_qp = auto)",
         " (auto and no INI credits_on_own_qp)",
     )
-    origins["credits_qp"] = "first P queue of receive_queues (last queue if none)"
+    origins["credits_qp_index"] = (
+        "receive_queues: its first P queue (the last queue if none), the QP every credit "
+        "message travels on under credits_policy smallest"
+    )
 
     ignore = device.ignore_device is not None and bool(device.ignore_device.value)
     origins["ignore_device"] = (
@@ -308,8 +328,8 @@ def effective_settings(
         mtu=mtu,
         use_eager_rdma=use_eager_rdma,
         max_inline_data=max_inline_data,
-        credits_policy=policy,
-        credits_qp=credits_qp_index(queues),
+        credits_policy=CreditsPolicy(policy),
+        credits_qp_index=credits_qp_index(queues),
         eager_limit=sizes["eager_limit"],
         max_send_size=sizes["max_send_size"],
         leave_pinned=leave_pinned,

@@ -166,7 +166,7 @@ def check_device(
     }
     queues = settings.receive_queues
     for index, ((recv, send), q) in enumerate(
-        zip(queue_depths(queues, settings.credits_qp), queues, strict=True)
+        zip(queue_depths(queues, settings.credits_qp_index), queues, strict=True)
     ):
         for needed, direction in ((recv, "receive"), (send, "send")):
             if needed > limits.max_qp_wr:

@@ -79,10 +79,6 @@ class QueueSpec:
     rd_init: int = 0
     srq_limit: int = 0
 
-    @property
-    def is_per_peer(self) -> bool:
-        return self.kind == "P"
-
     def spec(self) -> str:
         """The entry written out with every field explicit."""
         if self.kind == "P":

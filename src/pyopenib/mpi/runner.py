@@ -39,8 +39,7 @@ from dataclasses import dataclass
 
 from greenlet import GreenletExit, getcurrent
 
-from ..btl.interface import TransportError
-from ..errors import TOPICS, PyopenibError, register_topics
+from ..errors import TOPICS, PyopenibError, TransportError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
 from . import context, package, sockets, threads

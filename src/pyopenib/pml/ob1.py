@@ -70,8 +70,8 @@ class Pml:
         self._rts_payload = max(0, min(btl.rndv_eager_limit, btl.eager_limit) - _RNDV_LEN)
         self._frag = btl.max_send_size
         # ob1 reads the limits of the BTL that reaches each peer; a module that routes
-        # peers to different BTLs (the BML) says so with ``limits(peer)``
-        self._btl_limits = getattr(btl, "limits", None)
+        # peers to different BTLs (the BML) declares it (``limits_per_peer``)
+        self._btl_limits = btl.limits if btl.limits_per_peer else None
         self._peer_limits: dict[int, tuple[int, int, int]] = {}
         self._next_id = 1
         self._send_seq: dict[tuple[int, int], int] = {}
@@ -82,7 +82,7 @@ class Pml:
         self._live: dict[int, PmlRequest] = {}
         self._self_queue: deque = deque()
         self._btl_send = btl.send
-        self._btl_sendi = getattr(btl, "sendi", None) or _no_sendi
+        self._btl_sendi = btl.sendi
         self._btl_progress = btl.progress
         self._progress_hooks: list = []
         btl.register_recv(BTL_TAG_PML, self._on_message)
@@ -392,10 +392,6 @@ class Pml:
         if req.buffer is not None and target is not req.buffer:
             req.buffer[:] = target[: len(req.buffer)]
         self._done(req)
-
-
-def _no_sendi(peer, tag, payload, high_priority) -> bool:
-    return False  # a BTL without a send-immediate path: always the descriptor path
 
 
 def _fill_eager(req: RecvRequest, source: int, tag: int, payload) -> None:

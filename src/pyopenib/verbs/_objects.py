@@ -27,6 +27,8 @@ __all__ = [
     "QueuePair",
     "SharedReceiveQueue",
     "DeviceAttr",
+    "QpAttr",
+    "QpCounters",
 ]
 
 
@@ -53,6 +55,36 @@ class DeviceAttr:
     link_layer: str
     active_mtu: int
     lid: int
+    model_name: str
+    """The device model's marketing name (``ibv_devinfo``'s board description)."""
+    host_poll: tuple[int, int, int]
+    """What one polled completion costs the host (min, mode, max picoseconds): the
+    simulated price of ``ibv_poll_cq`` with this device's driver."""
+
+
+@dataclass(frozen=True, slots=True)
+class QpAttr:
+    """The ``ibv_query_qp`` attributes the BTL reads (``ibv_qp_attr`` / ``ibv_qp_init_attr``)."""
+
+    qp_num: int
+    state: QpState
+    path_mtu: int
+    max_send_wr: int
+    max_recv_wr: int
+    max_inline: int
+
+
+@dataclass(frozen=True, slots=True)
+class QpCounters:
+    """What the simulated NIC can say about a QP that real verbs keeps in port counters
+    and driver debug files: receive-not-ready NAKs, retransmissions, and the QP's work
+    queues right now (receives posted, of which usable; sends not yet executed)."""
+
+    rnr_naks_received: int
+    retransmissions: int
+    recv_posted: int
+    recv_usable: int
+    sends_queued: int
 
 
 class Context:
@@ -87,6 +119,8 @@ class Context:
             link_layer=m.link_layer,
             active_mtu=m.mtu_max,
             lid=self.nic.lid,
+            model_name=m.name,
+            host_poll=tuple(m.host_poll),
         )
 
     def _async(self, event: AsyncEvent) -> None:
@@ -140,6 +174,12 @@ class MemoryRegion:
 
     def dereg(self) -> None:
         self.pd.context.nic.deregister_mr(self.hw)
+
+    def watch_remote_writes(self, callback) -> None:
+        """Call ``callback()`` after every remote write into the region lands. A process
+        that polls the memory (an eager-RDMA ring) would see the write at its next poll;
+        this lets a process that sleeps instead of spinning wake up for it."""
+        self.hw.on_remote_write = callback
 
 
 class CompletionQueue:
@@ -230,6 +270,22 @@ class QueuePair:
     def state(self) -> QpState:
         return self.hw.state
 
+    def query_qp(self) -> QpAttr:
+        """``ibv_query_qp``: the QP's current attributes."""
+        hw = self.hw
+        return QpAttr(
+            hw.qpn, hw.state, hw.path_mtu, self.max_send_wr, self.max_recv_wr, self.max_inline
+        )
+
+    def query_counters(self) -> QpCounters:
+        """The QP's diagnostics (``QpCounters``), for statistics and failure reports."""
+        hw = self.hw
+        posted, usable = hw.recv_backlog()
+        req = hw.req
+        return QpCounters(
+            req.rnr_naks_received, req.retransmissions, posted, usable, hw.queued_sends()
+        )
+
     def destroy(self) -> None:
         """``ibv_destroy_qp``: the NIC forgets the QP (a packet for its number finds no
         QP) and the QP takes no more verbs. Like the real call it does not wait for
@@ -309,6 +365,11 @@ class SharedReceiveQueue:
         self.hw: HwSrq = pd.context.nic.create_srq(max_wr, pd.context._async)
         if srq_limit:
             self.hw.arm(srq_limit)
+
+    @property
+    def srq_num(self) -> int:
+        """The SRQ's number, as async events (``SRQ_LIMIT_REACHED``) name it."""
+        return self.hw.srq_num
 
     def post_recv(self, wr: RecvWR) -> None:
         if len(self.hw.entries) >= self.max_wr:

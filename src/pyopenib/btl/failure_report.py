@@ -29,41 +29,39 @@ def _ps(t: int) -> str:
 
 
 def failure_report(module, ep, qp_index: int, status: str, detail: str) -> str:
-    ctx = module.context
+    """The text of a transport failure on ``ep``'s QP ``qp_index`` (-1: not known)."""
+    device = module.device
     peer = ep.peer if ep is not None else -1
+    known = 0 <= qp_index < len(module.queues)
+    credits = module.credits
     lines = [
         "--------------------------------------------------------------------------",
         _EXPLAIN.get(status, "The OpenFabrics stack reported a fatal error on a connection."),
         "",
         f"  Local host:        {module.hostname}",
-        f"  Local device:      {ctx.name} ({ctx.model.name}, {ctx.model.transport})",
+        f"  Local device:      {module.context.name} ({device.model_name}, {device.transport})",
         f"  Local rank:        {module.rank}",
         f"  Peer rank:         {peer}",
         f"  QP index:          {qp_index} (receive_queues entry "
-        f"{module.queues[qp_index].spec() if 0 <= qp_index < len(module.queues) else '?'})",
+        f"{module.queues[qp_index].spec() if known else '?'})",
         f"  Status:            {status}",
         f"  Simulated time:    {_ps(module.sim.now)}",
-        f"  Credits policy:    {module.policy} (credits_qp {module.credits_qp})",
+        f"  Credits policy:    {credits.policy} (credits_qp {credits.credits_qp_index})",
         f"  Detail:            {detail}",
     ]
-    if ep is not None and 0 <= qp_index < len(module.queues):
-        lines.append(
-            f"  Local QP {qp_index} state:  sd_credits {ep.sd_credits[qp_index]}, "
-            f"rd_posted {ep.rd_posted[qp_index]}, rd_credits {ep.rd_credits[qp_index]}, "
-            f"cm_sent {ep.cm_sent[qp_index]}"
-        )
+    if ep is not None and known:
+        lines.append(f"  Local QP {qp_index} state:  {ep.qps[qp_index].state_line()}")
     peer_module = module.oob.module(peer) if peer >= 0 else None
-    if peer_module is not None:
+    if peer_module is not None and known:
         pep = peer_module.endpoints.get(module.rank)
-        if pep is not None and 0 <= qp_index < len(pep.qps) and pep.qps[qp_index] is not None:
-            hwqp = pep.qps[qp_index].hw
-            posted, usable = hwqp.recv_backlog()
-            queued_sends = hwqp.queued_sends()
+        if pep is not None and pep.qps[qp_index].qp is not None:
+            theirs = pep.qps[qp_index]
+            seen = theirs.qp.query_counters()
             lines.append(
-                f"  Peer was doing:    rank {peer} had {pep.credit_msgs_sent[qp_index]} credit "
-                f"messages sent for QP {qp_index}, rd_posted {pep.rd_posted[qp_index]}; its NIC "
-                f"held {posted} receives on that QP ({usable} usable) and {queued_sends} sends "
-                f"still queued"
+                f"  Peer was doing:    rank {peer} had {theirs.credit_msgs_sent} credit "
+                f"messages sent for QP {qp_index}, {theirs.posted_line()}; its NIC held "
+                f"{seen.recv_posted} receives on that QP ({seen.recv_usable} usable) and "
+                f"{seen.sends_queued} sends still queued"
             )
     lines.append("--------------------------------------------------------------------------")
     return "\n".join(lines)
