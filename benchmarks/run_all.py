@@ -20,6 +20,7 @@ BENCHMARKS = [
     "ctrl_c_faults",
     "reference_digests",
     "mpi4py_suite",
+    "mpi4py_demos",
 ]
 
 HERE = Path(__file__).resolve().parent

@@ -117,7 +117,7 @@ def test_util_is_a_package_and_unprovided_submodules_are_module_not_found(tmp_pa
         """
         import importlib, mpi4py.util
         print(mpi4py.util.__name__, mpi4py.util.__path__)
-        for name in ("mpi4py.bench", "mpi4py.typing", "mpi4py.util.nothing"):
+        for name in ("mpi4py.futures.server", "mpi4py.nothing", "mpi4py.util.nothing"):
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as exc:
@@ -127,8 +127,8 @@ def test_util_is_a_package_and_unprovided_submodules_are_module_not_found(tmp_pa
     assert result.exit_code == 0, err
     assert out.splitlines() == [
         "mpi4py.util []",
-        "mpi4py.bench True",
-        "mpi4py.typing True",
+        "mpi4py.futures.server False",  # Python: "mpi4py.futures is not a package"
+        "mpi4py.nothing True",
         "mpi4py.util.nothing True",
     ]
 
@@ -214,3 +214,107 @@ def test_mpi4pys_util_pool_tests_pass_unmodified_on_one_rank(tmp_path):
     result, _, err = _run(tmp_path, None, path=MPI4PY_TESTS / "test_util_pool.py")
     assert result.exit_code == 0, err
     assert "Ran 40 tests" in err and "\nOK" in err
+
+
+# -- python -m mpi4py, mpi4py.run, mpi4py.bench -------------------------------------------
+def _real_command(nprocs: int, args: list[str]):
+    """``mpirun -n N python ARGS`` on real Open MPI + mpi4py: (exit status, per-rank
+    stdout lines, stderr)."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun is not installed")
+    pytest.importorskip("mpi4py")
+    cmd = ["mpirun", "--oversubscribe", "--tag-output", "-n", str(nprocs)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    env = dict(os.environ, OMPI_MCA_btl="self,vader")
+    env.pop("PYTHONUNBUFFERED", None)
+    proc = subprocess.run(
+        cmd + [sys.executable, *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    return proc.returncode, _split_tagged(_INNER_TAG.sub("", proc.stdout), nprocs), proc.stderr
+
+
+def _our_command(nprocs: int, args: list[str]):
+    """``pyopenib run -n N python ARGS``, in process: (exit status, per-rank stdout, stderr)."""
+    from pyopenib.mpi.package import program_command
+
+    path, argv = program_command("python", args)
+    out, err = io.StringIO(), io.StringIO()
+    result = run_job(
+        path, nprocs, make_loopback_btls, argv, tag_output=True, stdout=out, stderr=err
+    )
+    return result.exit_code, _split_tagged(out.getvalue(), nprocs), err.getvalue()
+
+
+_ARGV_PROGRAM = """\
+import sys
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+print(comm.rank, sys.argv[1:], __name__, sys.path[0] == {dir!r})
+comm.Barrier()
+if "fail" in sys.argv and comm.rank == 1:
+    raise RuntimeError("rank 1 fails")
+comm.Barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        ["prog.py", "a", "-b"],
+        ["-c", "from mpi4py import MPI; import sys; print(MPI.COMM_WORLD.rank, sys.argv)", "z"],
+        ["--version"],
+        ["-m", "mpi4py.bench", "ringtest", "-q"],
+    ],
+    ids=["file", "command", "version", "module"],
+)
+def test_python_m_mpi4py_prints_what_real_mpirun_prints(tmp_path, form):
+    (tmp_path / "prog.py").write_text(_ARGV_PROGRAM.format(dir=str(tmp_path)))
+    args = ["-m", "mpi4py", *[str(tmp_path / a) if a == "prog.py" else a for a in form]]
+    ours = _our_command(2, args)
+    real = _real_command(2, args)
+    assert ours[:2] == real[:2], ours[2]
+
+
+def test_python_m_mpi4py_aborts_the_job_with_the_tracebacks_status_as_real_mpirun(tmp_path):
+    (tmp_path / "prog.py").write_text(_ARGV_PROGRAM.format(dir=str(tmp_path)))
+    args = ["-m", "mpi4py", str(tmp_path / "prog.py"), "fail"]
+    ours, real = _our_command(2, args), _real_command(2, args)
+    assert ours[0] == real[0] == 1  # MPI_Abort's errorcode is mpirun's exit status
+    assert "RuntimeError: rank 1 fails" in ours[2] and "RuntimeError: rank 1 fails" in real[2]
+    # (real mpirun's own abort report is garbled under --tag-output: ORTE_ERROR_LOG)
+    assert "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD" in ours[2]
+
+
+def test_mpi4py_bench_helloworld_prints_what_real_mpirun_prints_but_the_host_names():
+    ours = _our_command(3, ["-m", "mpi4py.bench", "helloworld"])
+    real = _real_command(3, ["-m", "mpi4py.bench", "helloworld"])
+    assert ours[0] == real[0] == 0
+
+    def strip_host(out):
+        return {r: [line.rpartition(" on ")[0] for line in lines] for r, lines in out.items()}
+
+    assert strip_host(ours[1]) == strip_host(real[1])
+    assert ours[1][2] == ["Hello, World! I am process 2 of 3 on node002."]
+
+
+def test_pyopenib_run_takes_an_interpreter_and_names_what_it_cannot_run():
+    from pyopenib.errors import PyopenibError
+    from pyopenib.mpi.package import PACKAGE_DIR, program_command
+
+    assert program_command("python3", ["-m", "mpi4py.run", "x.py"]) == (
+        os.path.join(PACKAGE_DIR, "run.py"),
+        ["x.py"],
+    )
+    assert program_command("prog.py", ["-m", "y"]) == ("prog.py", ["-m", "y"])
+    with pytest.raises(PyopenibError, match="python -m numpy"):
+        program_command("python", ["-m", "numpy"])
+    with pytest.raises(PyopenibError, match="expected a Python file"):
+        program_command("python", ["-X", "dev", "prog.py"])
+
+
+@pytest.mark.skipif(not MPI4PY_TESTS.is_dir(), reason="mpi4py 4.1.2's sdist is not unpacked")
+def test_mpi4pys_package_tests_pass_unmodified_but_futures_server(tmp_path):
+    result, out, err = _run(tmp_path, None, path=MPI4PY_TESTS / "test_package.py")
+    assert "Ran 18 tests" in err
+    assert "FAILED (errors=1)" in err and "testImportFutures" in err

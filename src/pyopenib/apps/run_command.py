@@ -17,8 +17,9 @@ import click
 from ..config.limits import check_job_memory
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
+from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
-from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
+from ..options import CPU_SCALE, DEVICE_NAME, REPLAY_TOKEN, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
@@ -127,6 +128,14 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     help="Randomise choice points with this seed.",
 )
 @click.option(
+    "--replay",
+    "token",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Replay the execution of a `pyopenib check` counterexample (its token).",
+)
+@click.option(
     "--trace",
     "trace_path",
     default=None,
@@ -149,7 +158,7 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
 @click.option(
     "--stats", is_flag=True, help="After the job, print per-rank, per-QP openib counters on stderr."
 )
-@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.argument("program")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run(
     nprocs,
@@ -158,6 +167,7 @@ def run(
     ppn,
     mca,
     seed,
+    token,
     trace_path,
     tag_output,
     timeout,
@@ -167,7 +177,12 @@ def run(
     program,
     args,
 ):
-    """Run an unmodified mpi4py PROGRAM on N simulated ranks, like mpirun."""
+    """Run an unmodified mpi4py PROGRAM on N simulated ranks, like mpirun.
+
+    PROGRAM is a Python file, or an interpreter and what it runs, as on an mpirun line
+    (python prog.py, python -m mpi4py prog.py)."""
+    program, args = program_command(program, args)
+    click.Path(exists=True, dir_okay=False).convert(program, None, click.get_current_context())
     if device and devices:
         raise PyopenibError("run-device-choice")
     trace_out = output_file("--trace", trace_path, TRACE_SUFFIXES)
@@ -182,6 +197,13 @@ def run(
     make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
     tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
+    if token is not None:
+        if seed is not None:
+            raise click.UsageError("--replay gives the timing; --seed would replace it")
+        if ppn != 1:
+            raise click.UsageError("--replay: `pyopenib check` runs one rank per node; drop --ppn")
+        per_rank = [chosen] * nprocs if isinstance(chosen, str) else chosen
+        sim.oracle = token.program_oracle(program, nprocs, per_rank, ctx.explicit_pairs(), args)
     try:
         with _wall_clock_limit(wall_timeout):
             result = run_job(
@@ -221,8 +243,9 @@ def run(
     failed = None
     if trace_out is not None:
         failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
-    if stats and btls:
-        _print_stats(btls, result.sim_time_ps)
+    grdma_stats = ctx.get("rcache_grdma_print_stats")
+    if (stats or grdma_stats) and btls:
+        _print_stats(btls, result.sim_time_ps, stats, grdma_stats)
     sys.exit(exit_status(result.exit_code, failed))
 
 
@@ -273,11 +296,23 @@ def _adding(kept: list):
     return add
 
 
-def _print_stats(btls, sim_time_ps: int) -> None:
+def _print_stats(btls, sim_time_ps: int, tables: bool, grdma_lines: bool) -> None:
+    """``--stats``'s tables and (``rcache_grdma_print_stats``) Open MPI's grdma lines."""
     from rich.console import Console
 
-    from .stats import job_stats, registration_rows, registrations_table, stats_table
+    from .stats import (
+        grdma_stats_lines,
+        job_stats,
+        registration_rows,
+        registrations_table,
+        stats_table,
+    )
 
+    if grdma_lines:
+        for line in grdma_stats_lines(btls):
+            click.echo(line, err=True)
+    if not tables:
+        return
     title = f"openib per rank and QP (job ended at {sim_time_ps / 1e6:,.3f} us simulated)"
     console = Console(stderr=True, width=160)
     console.print(stats_table(job_stats(btls), title))

@@ -22,6 +22,7 @@ from . import coll_inter as inter
 from . import collectives as coll
 from .buffers import IN_PLACE, message, vector_message, w_message
 from .coll_engine import Channel, run, start
+from .comm_locks import comm_lock
 from .errors import ERROR_CLASSES, Exception
 from .ops import OPS, Op, check_op, reduce_arrays
 from .pickling import PICKLE
@@ -110,6 +111,13 @@ def _store_blocks(bufs, got, skip: int = -1) -> None:
     bufs.finish()
 
 
+def _check_same_type(smsg, rmsg) -> None:
+    """A reduction's send and receive buffers must hold the same datatype (mpi4py's
+    ``chk_cro_args``: it compares the MPI handles, before any count)."""
+    if smsg.datatype is not rmsg.datatype and smsg.datatype != rmsg.datatype:
+        raise ValueError("mismatch in send and receive MPI datatypes")
+
+
 def _in_place(buf) -> bool:
     """mpi4py takes ``None`` as ``IN_PLACE`` where IN_PLACE is allowed."""
     return buf is None or buf is IN_PLACE
@@ -152,7 +160,7 @@ class Collectives:
     def _nonblocking(self, builder, call, *args) -> Request:
         st = self._st()
         schedule = builder(st, *args)
-        ch = Channel.of(st, call)
+        ch = Channel.of(st, call, nonblocking=True)
         return wrap(start(ch, schedule(st, ch)))
 
     def _persistent(self, builder, call, *args) -> Prequest:
@@ -161,7 +169,7 @@ class Collectives:
 
         def begin():
             schedule = builder(st, *args)
-            ch = Channel.of(st, call)
+            ch = Channel.of(st, call, nonblocking=True)
             return start(ch, schedule(st, ch))
 
         return persistent(begin, (_persistent_label, call, st))
@@ -236,16 +244,17 @@ class Collectives:
     def bcast(self, obj, root: int = 0):
         st = self._st()
         self._check_root(st, root)
-        ch = Channel.of(st, "bcast")
-        if st.inter:
-            if root == PROC_NULL:
-                return None
-            if root == ROOT:
-                run(ch, inter.bcast(ch, st, dumps(obj), ROOT))
-                return None
-            return loads(run(ch, inter.bcast(ch, st, None, root)))
-        data = run(ch, coll.bcast_object(ch, dumps(obj) if st.rank == root else None, root))
-        return loads(data)
+        with comm_lock(self, "bcast"):
+            ch = Channel.of(st, "bcast")
+            if st.inter:
+                if root == PROC_NULL:
+                    return None
+                if root == ROOT:
+                    run(ch, inter.bcast(ch, st, dumps(obj), ROOT))
+                    return None
+                return loads(run(ch, inter.bcast(ch, st, None, root)))
+            data = run(ch, coll.bcast_object(ch, dumps(obj) if st.rank == root else None, root))
+            return loads(data)
 
     # -- gather -------------------------------------------------------------------------
     def _gather(self, st, sendbuf, recvbuf, root: int, vector: bool):
@@ -298,14 +307,17 @@ class Collectives:
     def gather(self, sendobj, root: int = 0):
         st = self._st()
         self._check_root(st, root)
-        ch = Channel.of(st, "gather")
-        if st.inter:
-            if root == PROC_NULL:
-                return None
-            blocks = run(ch, inter.gather(ch, st, None if root == ROOT else dumps(sendobj), root))
-            return None if root != ROOT else [loads(b) for b in blocks]
-        blocks = run(ch, coll.gather(ch, dumps(sendobj), root))
-        return None if blocks is None else [loads(b) for b in blocks]
+        with comm_lock(self, "gather"):
+            ch = Channel.of(st, "gather")
+            if st.inter:
+                if root == PROC_NULL:
+                    return None
+                blocks = run(
+                    ch, inter.gather(ch, st, None if root == ROOT else dumps(sendobj), root)
+                )
+                return None if root != ROOT else [loads(b) for b in blocks]
+            blocks = run(ch, coll.gather(ch, dumps(sendobj), root))
+            return None if blocks is None else [loads(b) for b in blocks]
 
     # -- scatter ------------------------------------------------------------------------
     def _scatter(self, st, sendbuf, recvbuf, root: int, vector: bool):
@@ -363,20 +375,21 @@ class Collectives:
     def scatter(self, sendobj, root: int = 0):
         st = self._st()
         self._check_root(st, root)
-        ch = Channel.of(st, "scatter")
-        blocks = None
-        sending = (root == ROOT) if st.inter else (st.rank == root)
-        if sending:
-            sendobj = [None] * st.size if sendobj is None else list(sendobj)  # as mpi4py
-            if len(sendobj) != st.size:
-                raise ValueError(f"expecting {st.size} items, got {len(sendobj)}")
-            blocks = [dumps(o) for o in sendobj]
-        if st.inter:
-            if root == PROC_NULL:
-                return None
-            mine = run(ch, inter.scatter(ch, st, blocks, root))
-            return None if root == ROOT else loads(mine)
-        return loads(run(ch, coll.scatter(ch, blocks, root)))
+        with comm_lock(self, "scatter"):
+            ch = Channel.of(st, "scatter")
+            blocks = None
+            sending = (root == ROOT) if st.inter else (st.rank == root)
+            if sending:
+                sendobj = [None] * st.size if sendobj is None else list(sendobj)  # as mpi4py
+                if len(sendobj) != st.size:
+                    raise ValueError(f"expecting {st.size} items, got {len(sendobj)}")
+                blocks = [dumps(o) for o in sendobj]
+            if st.inter:
+                if root == PROC_NULL:
+                    return None
+                mine = run(ch, inter.scatter(ch, st, blocks, root))
+                return None if root == ROOT else loads(mine)
+            return loads(run(ch, coll.scatter(ch, blocks, root)))
 
     # -- allgather ----------------------------------------------------------------------
     def _allgather(self, st, sendbuf, recvbuf, vector: bool):
@@ -415,10 +428,11 @@ class Collectives:
 
     def allgather(self, sendobj) -> list:
         st = self._st()
-        ch = Channel.of(st, "allgather")
-        if st.inter:
-            return [loads(b) for b in run(ch, inter.allgather(ch, st, dumps(sendobj)))]
-        return [loads(b) for b in run(ch, coll.allgather(ch, dumps(sendobj)))]
+        with comm_lock(self, "allgather"):
+            ch = Channel.of(st, "allgather")
+            if st.inter:
+                return [loads(b) for b in run(ch, inter.allgather(ch, st, dumps(sendobj)))]
+            return [loads(b) for b in run(ch, coll.allgather(ch, dumps(sendobj)))]
 
     # -- alltoall -----------------------------------------------------------------------
     def _alltoall(self, st, sendbuf, recvbuf, vector: bool):
@@ -487,11 +501,12 @@ class Collectives:
         sendobj = [None] * st.size if sendobj is None else list(sendobj)  # as mpi4py
         if len(sendobj) != st.size:
             raise ValueError(f"expecting {st.size} items, got {len(sendobj)}")
-        ch = Channel.of(st, "alltoall")
-        blocks = [dumps(o) for o in sendobj]
-        if st.inter:
-            return [loads(b) for b in run(ch, inter.alltoall(ch, st, blocks))]
-        return [loads(b) for b in run(ch, coll.alltoallv(ch, blocks))]
+        with comm_lock(self, "alltoall"):
+            ch = Channel.of(st, "alltoall")
+            blocks = [dumps(o) for o in sendobj]
+            if st.inter:
+                return [loads(b) for b in run(ch, inter.alltoall(ch, st, blocks))]
+            return [loads(b) for b in run(ch, coll.alltoallv(ch, blocks))]
 
     # -- reductions ---------------------------------------------------------------------
     @staticmethod
@@ -503,8 +518,7 @@ class Collectives:
             dt = rmsg.datatype
         else:
             smsg = _send_message(sendbuf)
-            if smsg.datatype is not rmsg.datatype and smsg.datatype != rmsg.datatype:
-                raise ValueError("mismatch in send and receive MPI datatypes")
+            _check_same_type(smsg, rmsg)
             if smsg.count != rmsg.count:
                 raise ValueError(
                     f"mismatch in send count {smsg.count} and receive count {rmsg.count}"
@@ -619,6 +633,7 @@ class Collectives:
             else:
                 rmsg = _recv_message(recvbuf)
                 smsg = _send_message(sendbuf)
+                _check_same_type(smsg, rmsg)
                 if smsg.count != rmsg.count * n:
                     raise ValueError(
                         f"mismatch in send count {smsg.count} and receive count {rmsg.count * n}"
@@ -640,13 +655,21 @@ class Collectives:
                 if len(counts) != n:
                     raise ValueError(f"expecting {n} items, got {len(counts)}")
                 total = sum(counts)
-                if not in_place and smsg.count != total:
-                    raise ValueError(f"mismatch in send count {smsg.count} and sum(counts) {total}")
-                if not in_place and rmsg.count != counts[st.rank]:
+                if in_place and rmsg.count != total:
                     raise ValueError(
-                        f"mismatch in receive count {rmsg.count} and "
-                        f"counts[{st.rank}] {counts[st.rank]}"
+                        f"mismatch in receive count {rmsg.count} and sum(counts) {total}"
                     )
+                if not in_place:
+                    _check_same_type(smsg, rmsg)
+                    if smsg.count != total:
+                        raise ValueError(
+                            f"mismatch in send count {smsg.count} and sum(counts) {total}"
+                        )
+                    if rmsg.count != counts[st.rank]:
+                        raise ValueError(
+                            f"mismatch in receive count {rmsg.count} and "
+                            f"counts[{st.rank}] {counts[st.rank]}"
+                        )
             target = rmsg
             sizes = None if counts is None else [c * dt.extent for c in counts]
             if not in_place:

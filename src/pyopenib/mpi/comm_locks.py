@@ -1,7 +1,9 @@
 """mpi4py's communicator locks (``MPI._comm_lock``/``_comm_lock_table``): one
 ``threading.Lock`` per (communicator, key), created on first use, so that the threads of
 a rank that share a communicator do not interleave the messages of one object (pkl5
-takes the "send"/"recv" locks, mpi4py's object collectives one per collective)."""
+takes the "send"/"recv" locks; the object collectives ``bcast``, ``gather``, ``scatter``,
+``allgather``, ``alltoall``, ``neighbor_allgather`` and ``neighbor_alltoall`` hold the
+lock named after themselves while their messages move, as mpi4py's ``PyMPI_Lock``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ _TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def comm_lock_table(comm) -> dict:
-    """The lock table of ``comm``'s communicator (shared by every object naming it)."""
+    """Return the lock table of ``comm``'s communicator (every object naming it shares it)."""
     st = comm._st()
     table = _TABLES.get(st)
     if table is None:
@@ -23,6 +25,7 @@ def comm_lock_table(comm) -> dict:
 
 
 def comm_lock(comm, key=None) -> threading.Lock:
+    """Return the lock named ``key`` of ``comm``'s communicator (made on first use)."""
     table = comm_lock_table(comm)
     lock = table.get(key)
     if lock is None:

@@ -111,6 +111,7 @@ def Open_port(info=None) -> str:
 
 
 def Close_port(port_name: str) -> None:
+    """Close a port opened with ``Open_port``."""
     rc = current()
     port = _registry(rc).ports.get(port_name)
     if port is None or port.owner != rc.rank:
@@ -119,10 +120,12 @@ def Close_port(port_name: str) -> None:
 
 
 def Publish_name(service_name: str, port_name: str, info=None) -> None:
+    """Publish a service name for a port."""
     _registry(current()).services[str(service_name)] = str(port_name)
 
 
 def Unpublish_name(service_name: str, port_name: str, info=None) -> None:
+    """Withdraw a service name published with ``Publish_name``."""
     services = _registry(current()).services
     if services.get(str(service_name)) != str(port_name):
         raise _error("ERR_SERVICE")
@@ -130,6 +133,7 @@ def Unpublish_name(service_name: str, port_name: str, info=None) -> None:
 
 
 def Lookup_name(service_name: str, info=None) -> str:
+    """Return the port published under a service name."""
     port = _registry(current()).services.get(str(service_name))
     if port is None:
         raise _error("ERR_NAME")

@@ -8,7 +8,9 @@ privatizes what a process would own:
 * each rank runs the program in a ``ModuleType('__main__')`` of its own, so
   ``unittest.main()``, ``pickle`` of the program's classes and ``if __name__ == "__main__"``
   find the program and not pyopenib's CLI;
-* each rank has its own ``sys.argv`` (a spawned process runs another command line);
+* each rank has its own ``sys.argv`` (a copy of the job's command line, or a spawned
+  process's own), so a rank that rewrites it (``mpi4py.run`` does, before running the
+  program) does not change its peers';
 * a module imported during the job from outside the standard library, site-packages and
   pyopenib (the program's own modules, anything on its directory or ``PYTHONPATH``) is
   *private*: each rank that imports it runs it afresh and keeps its copy. Every other module

@@ -17,6 +17,7 @@ import operator
 
 import numpy as np
 
+from . import pack
 from .buffers import BOTTOM
 from .surface import MpiClass
 
@@ -31,14 +32,13 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
     ``buffer()`` and a released buffer hold no memory (address 0); ``release()`` and
     ``Free_mem`` make a buffer empty and writable, as mpi4py's do. Deleting an item is not
     supported (``NotImplementedError``) and a read-only buffer refuses writes with
-    ``TypeError``, as mpi4py's extension type does.
-    """
+    ``TypeError``, as mpi4py's extension type does."""
 
     def __new__(cls, *args):
         if not args:
             return super().__new__(cls, (0,), _U8)
         (obj,) = args
-        return np.frombuffer(memoryview(obj).cast("B"), _U8).view(cls)
+        return _exported(obj, False)
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> buffer:
@@ -52,10 +52,7 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
     @staticmethod
     def frombuffer(obj, readonly: bool = False) -> buffer:
         """Buffer from buffer-like object."""
-        view = memoryview(obj)
-        if not readonly and view.readonly:
-            raise BufferError("Object is not writable.")
-        buf = buffer(view)
+        buf = _exported(obj, not readonly)
         if readonly:
             buf.flags.writeable = False
         return buf
@@ -90,6 +87,8 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
             base = base.base
         if isinstance(base, memoryview):
             return base.obj
+        if isinstance(base, pack.ForeignMemory):
+            return base.owner  # the DLPack capsule or the CUDA-array-interface object
         return None if isinstance(base, np.ndarray) else base
 
     @property
@@ -102,10 +101,24 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
         """Format of each element."""
         return "B"
 
+    _device = 0
+    """DLPack device type of the memory (0: reached through the buffer protocol)."""
+
+    def _check_cpu_accessible(self) -> None:
+        if self._device not in pack.CPU_DEVICES:
+            raise BufferError("buffer is not CPU-accessible")
+
     def cast(self, format: str, shape=...) -> memoryview:  # noqa: A002 - mpi4py's name
         """Cast to a `memoryview` with new format or shape."""
+        self._check_cpu_accessible()
         view = memoryview(self)
         return view.cast(format) if shape is Ellipsis else view.cast(format, shape)
+
+    def tobytes(self, order=None) -> bytes:
+        """Return the data in the buffer as a byte string (``order`` is ignored, as
+        mpi4py ignores it: the bytes are one-dimensional)."""
+        self._check_cpu_accessible()
+        return super().tobytes()
 
     def toreadonly(self) -> buffer:
         """Return a readonly version of the buffer object."""
@@ -114,7 +127,8 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
         return buf
 
     def __bool__(self) -> bool:
-        """Non-empty, as mpi4py's buffer (it has ``__len__``) is true when it has bytes;
+        """Tell whether the buffer has bytes, as mpi4py's (it has ``__len__``).
+
         numpy's elementwise truth would raise for more than one byte."""
         return len(self) > 0
 
@@ -133,12 +147,14 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
         raise TypeError("index must be integer or slice")
 
     def __getitem__(self, item):
+        self._check_cpu_accessible()
         item = self._index(item)
         if isinstance(item, slice):
             return super().__getitem__(item)
         return int(super().__getitem__(item))
 
     def __setitem__(self, item, value) -> None:
+        self._check_cpu_accessible()
         if self.readonly:
             raise TypeError("buffer is read-only")
         item = self._index(item)
@@ -158,9 +174,30 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
 buffer.__module__ = "mpi4py.MPI"
 
 
+def _exported(obj, writable: bool) -> buffer:
+    """A buffer over ``obj``'s memory, reached as mpi4py reaches it: the buffer protocol,
+    else DLPack, else the CUDA array interface. ``_device`` is the DLPack device type of
+    the memory (0: the buffer protocol); one the host cannot touch makes indexing,
+    ``cast`` and ``tobytes`` raise ``BufferError``, as mpi4py's ``check_cpu_accessible``."""
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        found = pack.foreign(obj, writable)
+        if found is None:
+            raise
+        buf = found.data.view(buffer)
+        buf._device = found.device
+        return buf
+    if writable and view.readonly:
+        raise BufferError("Object is not writable.")
+    return np.frombuffer(view.cast("B"), _U8).view(buffer)
+
+
 class BufferAutomaticType(int, metaclass=MpiClass):
-    """Type of ``BUFFER_AUTOMATIC`` (MPI-4.1's automatic buffering for ``Attach_buffer``;
-    its address is 0, as mpi4py defines it on MPI 3.1)."""
+    """Type of ``BUFFER_AUTOMATIC``.
+
+    MPI-4.1's automatic buffering for ``Attach_buffer``; its address is 0, as mpi4py
+    defines it on MPI 3.1."""
 
     _instance = None
 
@@ -188,10 +225,10 @@ def address_of(location) -> int:
         return 0
     if isinstance(location, np.ndarray):
         return location.__array_interface__["data"][0]
-    view = memoryview(location)
-    if view.nbytes == 0:
+    data = pack.raw_bytes(location)  # buffer protocol, DLPack or CUDA array interface
+    if len(data) == 0:
         return 0
-    return np.frombuffer(view.cast("B"), _U8).__array_interface__["data"][0]
+    return data.__array_interface__["data"][0]
 
 
 def Get_address(location) -> int:  # noqa: N802 - mpi4py's name
@@ -200,26 +237,28 @@ def Get_address(location) -> int:  # noqa: N802 - mpi4py's name
 
 
 def Aint_add(base: int, disp: int) -> int:  # noqa: N802
-    """``base + disp`` as MPI address arithmetic."""
+    """Return ``base + disp`` as MPI address arithmetic."""
     return int(base) + int(disp)
 
 
 def Aint_diff(addr1: int, addr2: int) -> int:  # noqa: N802
-    """``addr1 - addr2`` as MPI address arithmetic."""
+    """Return ``addr1 - addr2`` as MPI address arithmetic."""
     return int(addr1) - int(addr2)
 
 
 def Alloc_mem(size: int, info=None) -> buffer:  # noqa: N802
-    """Memory for RMA and buffered sends (``MPI_Alloc_mem``; ``info`` hints are ignored,
-    as Open MPI's basic allocator does)."""
+    """Allocate memory for RMA and buffered sends.
+
+    ``info`` hints are ignored, as Open MPI's basic allocator does."""
     if size < 0:
         raise ValueError("expecting non-negative size")
     return buffer.allocate(size)
 
 
 def Free_mem(mem) -> None:  # noqa: N802
-    """Give back memory from ``Alloc_mem``: the buffer becomes empty (Python frees the
-    bytes when no other view holds them)."""
+    """Free memory from ``Alloc_mem``: the buffer becomes empty.
+
+    Python frees the bytes when no other view holds them."""
     if not isinstance(mem, buffer):
         raise TypeError(f"expected a buffer from Alloc_mem, got {type(mem).__name__}")
     mem.release()

@@ -11,14 +11,19 @@ messages (absolute addresses from ``Get_address``) through ``absolute_memory``.
 from __future__ import annotations
 
 import ctypes
+import operator
 import warnings
-import weakref
+from typing import NamedTuple
 
 import numpy as np
 
 __all__ = [
+    "CPU_DEVICES",
+    "Foreign",
+    "ForeignMemory",
     "absolute_memory",
     "buffer_format",
+    "foreign",
     "from_external32",
     "gather",
     "raw_bytes",
@@ -73,130 +78,218 @@ _DLManagedTensorVersioned._fields_ = [
     ("dl_tensor", _DLTensor),
 ]
 _DL_READ_ONLY = 1
+_DL_CPU, _DL_CUDA = 1, 2
+CPU_DEVICES = frozenset({0, _DL_CPU, 3, 11, 13})
+"""Device types whose memory the host can touch: none (the buffer protocol), kDLCPU,
+kDLCUDAHost, kDLROCMHost, kDLCUDAManaged (mpi4py's ``check_cpu_accessible``)."""
 _capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
 _capsule_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_get.restype = ctypes.c_void_p
 _capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_rename = ctypes.pythonapi.PyCapsule_SetName
-_capsule_rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+_INT_CODES = {1: "b", 2: "h", 4: "i", 8: "l"}
+_FLOAT_CODES = {2: "e", 4: "f", 8: "d", 16: "g"}
+_COMPLEX_CODES = {8: "Zf", 16: "Zd", 32: "Zg"}
 
 
-def _contiguous(shape, strides, itemsize: int) -> bool:
-    """C or Fortran contiguity of a layout (strides in bytes; None: C-contiguous)."""
-    if strides is None:
-        return True
-    dims = list(zip(shape, strides, strict=True))
-    for order in (dims[::-1], dims):
-        step, ok = itemsize, True
-        for n, st in order:
-            if n > 1 and st != step:
-                ok = False
-                break
-            step *= n
-        if ok:
-            return True
-    return False
+class Foreign(NamedTuple):
+    """A DLPack or CUDA-array-interface object's memory as mpi4py's ``PyMPI_GetBuffer``
+    sees it: its bytes, its struct format (``"B"`` when the element type has none), and
+    its DLPack device type (the CUDA array interface is kDLCUDA)."""
+
+    data: np.ndarray
+    format: str
+    device: int
 
 
-def _host_view(addr: int, nbytes: int, dtype: np.dtype, readonly: bool) -> np.ndarray:
+class ForeignMemory:
+    """What a foreign view's numpy array points into: the memory, and the object that
+    keeps it valid (the DLPack capsule, whose destructor runs the producer's deleter, or
+    the CUDA-array-interface object) for as long as the array lives, as mpi4py holds it
+    in ``Py_buffer.obj``."""
+
+    def __init__(self, address: int, nbytes: int, readonly: bool, owner):
+        self.__array_interface__ = {
+            "data": (address, readonly),
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "version": 3,
+        }
+        self.owner = owner
+
+
+def _view(address: int, nbytes: int, readonly: bool, owner) -> np.ndarray:
     if nbytes == 0:
         view = np.empty(0, np.uint8)
-    else:
-        view = np.ctypeslib.as_array((ctypes.c_ubyte * nbytes).from_address(addr))
-    view = view.view(dtype)
-    if readonly:
-        view.flags.writeable = False
-    return view
+        if readonly:
+            view.flags.writeable = False
+        return view
+    return np.asarray(ForeignMemory(address, nbytes, readonly, owner))
 
 
-def _from_dlpack(obj) -> np.ndarray:
-    """A DLPack tensor as a numpy array over its memory; the producer's deleter runs when
-    the array is garbage. The simulated job has no device memory: a tensor that says it
-    lives on a GPU is read at its address, as a CUDA-aware MPI with unified addressing
-    would (the test suite's fake GPU tensors are host memory)."""
-    cpu = obj.__dlpack_device__()[0] == 1
-    stream = None if cpu else -1  # "synchronise with the legacy default stream"
+def _dl_contiguous(shape, strides, fortran: bool) -> bool:
+    """dlpack.h strides count elements; None means C order (mpi4py's ``dlpack_is_contig``)."""
+    if strides is None:
+        return not fortran or len(shape) <= 1
+    order = range(len(shape)) if fortran else range(len(shape) - 1, -1, -1)
+    size = 1
+    for i in order:
+        if shape[i] > 1 and strides[i] != size:
+            return False
+        size *= shape[i]
+    return True
+
+
+def _dl_format(code: int, bits: int, lanes: int) -> str:
+    """The struct format of a DLPack element type, as mpi4py's ``dlpack_get_format``
+    (``"B"``: no format for it, the buffer is plain bytes)."""
+    if lanes != 1:
+        if code == 2 and lanes == 2 and bits in (32, 64, 128):
+            return _COMPLEX_CODES[bits // 4]  # a complex number as two float lanes
+        return "B"
+    nbytes = bits // 8 if bits % 8 == 0 else 0
+    fmt = None
+    if code == 6 and bits == 8:
+        fmt = "?"
+    elif code == 0:
+        fmt = _INT_CODES.get(nbytes)
+    elif code == 1:
+        fmt = _INT_CODES.get(nbytes, "").upper() or None
+    elif code == 2:
+        fmt = _FLOAT_CODES.get(nbytes)
+    elif code == 5:
+        fmt = "Ze" if nbytes == 4 else _COMPLEX_CODES.get(nbytes)
+    return fmt or "B"
+
+
+def _from_dlpack(obj, writable: bool) -> Foreign | None:
+    """A DLPack tensor's memory, checked as mpi4py 4.1's ``Py_GetDLPackBuffer`` checks it
+    (same exceptions and messages). The simulated job has no device memory: a tensor that
+    says it lives on a GPU is read at its address, as a CUDA-aware MPI with unified
+    addressing would (the test suite's fake GPU tensors are host memory)."""
     try:
-        capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
+        dlpack, dlpack_device = obj.__dlpack__, obj.__dlpack_device__
+    except AttributeError:
+        return None
+    device_type, device_id = dlpack_device()
+    device_type, _ = operator.index(device_type), operator.index(device_id)
+    cpu = device_type == _DL_CPU
+    try:  # DLPack 1.0
+        if cpu:
+            capsule = dlpack(max_version=(1, 0), copy=False)
+        else:
+            capsule = dlpack(stream=-1, max_version=(1, 0), copy=False)
+        versioned = True
     except TypeError:  # a producer of DLPack before 1.0
-        capsule = obj.__dlpack__(stream=stream)
-    versioned = bool(_capsule_valid(capsule, b"dltensor_versioned"))
+        capsule = dlpack() if cpu else dlpack(stream=-1)
+        versioned = False
     name = b"dltensor_versioned" if versioned else b"dltensor"
+    if not _capsule_valid(capsule, name):
+        raise BufferError("dlpack: invalid capsule object")
     ptr = _capsule_get(capsule, name)
-    struct = _DLManagedTensorVersioned if versioned else _DLManagedTensor
-    managed = struct.from_address(ptr)
-    readonly = versioned and bool(managed.flags & _DL_READ_ONLY)
-    t = managed.dl_tensor
-    kind = _DL_KINDS.get(t.dtype.code)
-    bits, lanes = t.dtype.bits, t.dtype.lanes
-    itemsize = (bits * lanes + 7) // 8
-    if kind == "f" and lanes == 2:
-        kind = "c"  # a complex number as two float lanes
-    elif kind is None or lanes != 1 or kind == "b" and bits != 8:
-        kind = None  # an element type without a format code: plain bytes, as mpi4py
-    shape = [t.shape[i] for i in range(t.ndim)]
-    strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
-    if not _contiguous(shape, strides, itemsize):
-        raise BufferError("dlpack: buffer is not contiguous")
-    if kind is None:
-        dtype = np.dtype(np.uint8)
+    if versioned:
+        managed = _DLManagedTensorVersioned.from_address(ptr)
+        if managed.version[0] < 1:
+            raise BufferError("dlpack: unexpected version")
+        readonly = bool(managed.flags & _DL_READ_ONLY)
     else:
-        dtype = np.dtype("?" if kind == "b" else f"{kind}{itemsize}")
-    nbytes = int(np.prod(shape)) * itemsize
-    view = _host_view((t.data or 0) + t.byte_offset, nbytes, np.dtype(np.uint8), readonly)
-    view = view.view(dtype)
-    _capsule_rename(capsule, b"used_" + name)
-    owner = view.base if view.base is not None else view
-    weakref.finalize(owner, _release_dlpack, capsule, managed.deleter, ctypes.pointer(managed))
-    return view
+        managed = _DLManagedTensor.from_address(ptr)
+        readonly = False
+    t = managed.dl_tensor
+    ndim = t.ndim
+    if ndim < 0:
+        raise BufferError("dlpack: number of dimensions is negative")
+    if ndim > 0 and not t.shape:
+        raise BufferError("dlpack: shape is NULL")
+    shape = [t.shape[i] for i in range(ndim)]
+    if any(n < 0 for n in shape):
+        raise BufferError("dlpack: shape item is negative")
+    strides = [t.strides[i] for i in range(ndim)] if t.strides else None
+    if strides is not None and any(st < 0 for st in strides):
+        raise BufferError("dlpack: strides item is negative")
+    if not _dl_contiguous(shape, strides, False) and not _dl_contiguous(shape, strides, True):
+        raise BufferError("dlpack: buffer is not contiguous")
+    if readonly and writable:
+        raise BufferError("dlpack: buffer is not writable")
+    bits, lanes = t.dtype.bits, t.dtype.lanes
+    nbytes = int(np.prod(shape, dtype=np.int64)) * ((bits * lanes + 7) // 8)
+    data = _view((t.data or 0) + t.byte_offset, nbytes, readonly, capsule)
+    return Foreign(data, _dl_format(t.dtype.code, bits, lanes), device_type)
 
 
-def _release_dlpack(capsule, deleter, ptr) -> None:
-    """The consumer's side of DLPack: call the producer's deleter once the memory is no
-    longer viewed. The capsule is held until then (its destructor may own the struct)."""
-    if deleter:
-        deleter(ptr)
-    del capsule
+def _cai_contiguous(shape, strides, itemsize: int, fortran: bool) -> bool:
+    """C or Fortran contiguity of byte strides (mpi4py's ``cuda_is_contig``)."""
+    order = range(len(shape)) if fortran else range(len(shape) - 1, -1, -1)
+    size = itemsize
+    for i in order:
+        if shape[i] > 1 and strides[i] != size:
+            return False
+        size *= shape[i]
+    return True
 
 
-def _from_cai(obj) -> np.ndarray:
+def _cai_format(kind: str, itemsize: int) -> str:
+    """mpi4py's ``cuda_get_format``: the struct format of a typestr's kind and size."""
+    if kind == "b" and itemsize == 1:
+        return "?"
+    if kind in "iu" and itemsize in _INT_CODES:
+        code = _INT_CODES[itemsize]
+        return code if kind == "i" else code.upper()
+    if kind == "f" and itemsize in _FLOAT_CODES:
+        return _FLOAT_CODES[itemsize]
+    if kind == "c":
+        return "Ze" if itemsize == 4 else _COMPLEX_CODES.get(itemsize, "B")
+    return "B"
+
+
+def _from_cai(obj, writable: bool) -> Foreign | None:
     """A ``__cuda_array_interface__`` object's memory (host memory, as the test suite's
-    fake GPU arrays use) as a numpy array, with mpi4py's checks and messages."""
-    cai = obj.__cuda_array_interface__
+    fake GPU arrays use), with mpi4py's checks and messages (``Py_GetCAIBuffer``)."""
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        return None
     address, readonly = cai["data"]
     typestr, shape = cai["typestr"], tuple(cai["shape"])
     strides, descr, mask = cai.get("strides"), cai.get("descr"), cai.get("mask")
     what = "__cuda_array_interface__"
+    size = 1
+    for n in shape:
+        size *= n
+    if address is None and size == 0:
+        address = 0
+    itemsize = int(typestr[2:])
     if typestr[0] not in "<|":
         order = "non-native" if typestr[0] == ">" else "unrecognized"
         raise BufferError(f"{what}: typestr {typestr!r} with {order} byte order")
     if mask is not None:
         raise BufferError(f"{what}: cannot handle masked arrays")
-    itemsize = int(typestr[2:])
-    size = int(np.prod(shape))
     if size < 0:
         raise BufferError(f"{what}: buffer with negative size (shape:{shape}, size:{size})")
-    if not _contiguous(shape, strides, itemsize):
+    if (
+        strides is not None
+        and not _cai_contiguous(shape, strides, itemsize, False)
+        and not _cai_contiguous(shape, strides, itemsize, True)
+    ):
         raise BufferError(
             f"{what}: buffer is not contiguous "
             f"(shape:{shape}, strides:{strides}, itemsize:{itemsize})"
         )
+    if readonly and writable:
+        raise BufferError(f"{what}: buffer is not writable")
     if descr is not None and (len(descr) != 1 or tuple(descr[0]) != ("", typestr)):
         warnings.warn(f"{what}: ignoring 'descr' key", RuntimeWarning, stacklevel=4)
-    dtype = np.dtype(typestr) if typestr[1] in "biufc" else np.dtype(f"V{itemsize}")
-    view = _host_view(address or 0, int(np.prod(shape)) * itemsize, np.dtype(np.uint8), readonly)
-    return view if dtype.kind == "V" else view.view(dtype)
+    data = _view(address, size * itemsize, bool(readonly), obj)
+    return Foreign(data, _cai_format(typestr[1], itemsize), _DL_CUDA)
 
 
-def _foreign(buf) -> np.ndarray | None:
-    """The numpy view of a DLPack or CUDA-array-interface object (None otherwise)."""
-    if hasattr(buf, "__dlpack__") and hasattr(buf, "__dlpack_device__"):
-        return _from_dlpack(buf)
-    if hasattr(buf, "__cuda_array_interface__"):
-        return _from_cai(buf)
-    return None
+def foreign(buf, writable: bool = False) -> Foreign | None:
+    """The memory of an object without the buffer protocol that exports DLPack or the
+    CUDA array interface (None for any other object), in mpi4py's order of trying."""
+    found = _from_dlpack(buf, writable)
+    if found is None:
+        found = _from_cai(buf, writable)
+    return found
 
 
 def raw_bytes(buf, writable: bool = False) -> np.ndarray:
@@ -216,14 +309,12 @@ def raw_bytes(buf, writable: bool = False) -> np.ndarray:
         try:
             mv = memoryview(buf)
         except TypeError:
-            foreign = _foreign(buf)
-            if foreign is None:
+            found = foreign(buf, writable)
+            if found is None:
                 raise TypeError(
                     f"a bytes-like object is required, not '{type(buf).__name__}'"
                 ) from None
-            if writable and not foreign.flags.writeable:
-                raise BufferError("Object is not writable.") from None
-            return foreign.reshape(-1).view(_U8)
+            return found.data
         if not mv.c_contiguous:
             raise BufferError("memoryview is not C-contiguous")
         data = np.frombuffer(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, _U8)
@@ -242,10 +333,10 @@ def buffer_format(buf) -> str:
     try:
         return memoryview(buf).format
     except TypeError:
-        foreign = _foreign(buf)
-        if foreign is None:
+        found = foreign(buf)
+        if found is None:
             raise
-        return foreign.dtype.char
+        return found.format
 
 
 def absolute_memory(lo: int, hi: int, writable: bool) -> np.ndarray:

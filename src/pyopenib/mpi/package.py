@@ -20,18 +20,27 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 import types
 import warnings
 
+from ..errors import PyopenibError, register_topics
 from .namespace import MPI4PY_VERSION, build_mpi_module
 
-__all__ = ["Mpi4pyFinder", "Rc", "SUBMODULES", "build_modules"]
+__all__ = ["Mpi4pyFinder", "Rc", "SUBMODULES", "build_modules", "program_command"]
 
-PACKAGE_FILE = os.path.abspath(__file__)
-PACKAGE_DIR = os.path.dirname(PACKAGE_FILE)
+PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi4py_package")
+"""The directory a job's ``mpi4py`` is in (``__path__``): its data files (stubs, ``.pxd``,
+headers) and the modules that are mpi4py's own files (``run``, ``bench``...)."""
+PACKAGE_FILE = os.path.join(PACKAGE_DIR, "__init__.py")
 
 SUBMODULES: dict[str, str] = {
+    "mpi4py.__main__": "pyopenib.mpi.mpi4py_package.__main__",
+    "mpi4py._mpiabi": "pyopenib.mpi.mpi4py_package._mpiabi",
+    "mpi4py.bench": "pyopenib.mpi.mpi4py_package.mpi4py_bench",
+    "mpi4py.run": "pyopenib.mpi.mpi4py_package.run",
+    "mpi4py.typing": "pyopenib.mpi.mpi4py_package.typing",
     "mpi4py.util.dtlib": "pyopenib.mpi.util_dtlib",
     "mpi4py.util.pkl5": "pyopenib.mpi.util_pkl5",
     "mpi4py.util.sync": "pyopenib.mpi.util_sync",
@@ -43,6 +52,56 @@ does not exist (yet) makes the import fail as an absent module would."""
 
 _PACKAGES = {"mpi4py.util": "Miscellaneous utilities (pyopenib's implementations)."}
 """Submodules that are packages with nothing of their own but their children."""
+
+
+PROGRAM_MODULES = {
+    "mpi4py": "__main__.py",
+    "mpi4py.run": "run.py",
+    "mpi4py.bench": "mpi4py_bench.py",
+}
+"""The modules of the package that run as programs (``python -m NAME``), by the file a
+rank runs as its ``__main__``."""
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
+
+register_topics(
+    {
+        "run-python-module": (
+            "python -m {module}: pyopenib runs its own mpi4py's program modules ({known}), "
+            "or a Python file (python prog.py)"
+        ),
+        "run-python-args": (
+            "{program} {args}: expected a Python file, or -m MODULE, after the interpreter "
+            "(as in mpirun -n N python prog.py)"
+        ),
+    }
+)
+
+
+def _is_interpreter(program: str) -> bool:
+    return program == sys.executable or _PYTHON.fullmatch(os.path.basename(program)) is not None
+
+
+def program_command(program: str, args) -> tuple[str, list[str]]:
+    """The file each rank runs and its arguments, from ``pyopenib run``'s ``PROGRAM
+    ARGS``: a Python file and its arguments, or an interpreter followed by what it would
+    run, as on an mpirun command line: ``python prog.py ...`` or ``python -m mpi4py
+    prog.py ...`` (``PROGRAM_MODULES``; ``sys.argv[0]`` is the module's file, as Python
+    sets it for ``-m``). Anything else is an error naming what was given."""
+    args = list(args)
+    if not _is_interpreter(program) or os.path.isfile(program) and program.endswith(".py"):
+        return program, args
+    if args and args[0] == "-m":
+        module = args[1] if len(args) > 1 else ""
+        file = PROGRAM_MODULES.get(module)
+        if file is None:
+            raise PyopenibError(
+                "run-python-module", module=module, known=", ".join(PROGRAM_MODULES)
+            )
+        return os.path.join(PACKAGE_DIR, file), args[2:]
+    if args and not args[0].startswith("-") and os.path.isfile(args[0]):
+        return args[0], args[1:]
+    raise PyopenibError("run-python-args", program=program, args=" ".join(args))
 
 
 class Rc:
@@ -131,6 +190,11 @@ class _AliasLoader:
     def exec_module(self, module):
         # The import system stamped the mpi4py spec on the module; it stays pyopenib's.
         module.__spec__ = self.own_spec
+
+    def get_code(self, fullname):
+        """The implementing module's code, which ``runpy`` runs as ``__main__`` for
+        ``python -m mpi4py -m mpi4py.bench ...``."""
+        return importlib.util.find_spec(self.target).loader.get_code(self.target)
 
 
 class Mpi4pyFinder:
