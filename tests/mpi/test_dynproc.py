@@ -299,3 +299,33 @@ def test_without_a_growable_btl_factory_spawn_fails_with_err_spawn(tmp_path):
     assert result.exit_code == 0, err.getvalue()
     assert out.getvalue().split() == ["True", "True"]
     assert "cannot add processes to a running job" in err.getvalue()
+
+
+def test_m_runs_a_packages_main_and_mpi4pys_own_program_and_a_missing_module_fails(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "__main__.py").write_text(
+        "from mpi4py import MPI\nMPI.Comm.Get_parent().send(__name__, dest=0)\n"
+    )
+    result, out, err = _spawning_job(
+        tmp_path,
+        """
+        import os, sys
+        from mpi4py import MPI
+        child = MPI.COMM_SELF.Spawn(sys.executable, ["-m", "pkg"])
+        print("pkg", child.recv(source=0))
+        script = os.path.join(os.path.dirname(__file__), "script.py")
+        child = MPI.COMM_SELF.Spawn(sys.executable, ["-m", "mpi4py", script, "q"])
+        print("mpi4py", child.recv(source=0))
+        MPI.COMM_SELF.Spawn(sys.executable, ["-m", "no_such_module"])
+        """,
+        script="""
+        import sys
+        from mpi4py import MPI
+        MPI.Comm.Get_parent().send(sys.argv[1:], dest=0)
+        """,
+    )
+    assert result.exit_code == 1
+    assert out.splitlines() == ["[1,0]<stdout>:pkg __main__", "[1,0]<stdout>:mpi4py ['q']"]
+    assert "No module named no_such_module" in err
+    assert "Process name: [[1,4],0]" in err

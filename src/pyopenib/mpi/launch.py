@@ -5,8 +5,9 @@ the command an ``MPI_Comm_spawn`` names. pyopenib's processes are Python (greenl
 one interpreter), so a command is accepted only when it is a Python invocation:
 
 * the interpreter (``sys.executable``, or any ``python``/``pythonX.Y`` on ``PATH``) with
-  ``script args...``, ``-c CODE args...`` or ``-m module args...`` (and the flags that
-  change nothing here: ``-u``, ``-B``, ``-q``);
+  ``script args...``, ``-c CODE args...`` or ``-m module args...`` (a package runs its
+  ``__main__``; ``-m mpi4py ...`` runs mpi4py's own program as ``pyopenib run`` does),
+  and the flags that change nothing here: ``-u``, ``-B``, ``-q``;
 * a script whose ``#!`` line names a Python interpreter (directly or through ``env``).
 
 Anything else is refused up front, as ``mpirun`` refuses an executable it cannot
@@ -34,6 +35,8 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass
+
+from . import package  # read at call time: package imports this module's importers
 
 __all__ = ["Program", "ProgramFailed", "SpawnRefused", "resolve_command", "spawn_options"]
 
@@ -117,14 +120,15 @@ class Program:
         if self.kind == "code":
             return self._compile(self.target, "<string>")
         if self.kind == "module":
-            try:
-                spec = importlib.util.find_spec(self.target)
-            except (ImportError, ValueError):
-                spec = None
+            name = self.target
+            spec = _find_spec(name)
+            if spec is not None and spec.submodule_search_locations is not None:
+                name = f"{name}.__main__"  # a package runs its __main__, as runpy does
+                spec = _find_spec(name)
             if spec is None or spec.origin is None or not hasattr(spec.loader, "get_code"):
-                raise ProgramFailed(f"{self.interpreter}: No module named {self.target}", 1)
+                raise ProgramFailed(f"{self.interpreter}: No module named {name}", 1)
             self.spec = spec
-            return spec.loader.get_code(self.target)
+            return spec.loader.get_code(name)
         try:
             with open(self.target, encoding="utf-8") as f:
                 source = f.read()
@@ -156,6 +160,13 @@ class Program:
 
             text = "".join(traceback.format_exception_only(exc)).rstrip()
             raise ProgramFailed(text, 1) from None
+
+
+def _find_spec(name: str):
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
 
 
 def resolve_command(command, args, hostname: str) -> Program:
@@ -233,8 +244,13 @@ def _python_invocation(interpreter: str, args: list[str], name: str) -> Program:
             raise SpawnRefused(
                 f"{_RULE}\n{name}: argument expected for the {first} option\n{_RULE}"
             )
-        kind = "code" if first == "-c" else "module"
-        return Program(kind, rest[0], tuple(rest[1:]), interpreter)
+        if first == "-c":
+            return Program("code", rest[0], tuple(rest[1:]), interpreter)
+        own = package.PROGRAM_MODULES.get(rest[0])
+        if own is not None:  # mpi4py's own programs, as ``pyopenib run python -m`` runs them
+            path = os.path.join(package.PACKAGE_DIR, own)
+            return Program("file", path, tuple(rest[1:]), interpreter)
+        return Program("module", rest[0], tuple(rest[1:]), interpreter)
     if first.startswith("-"):
         raise SpawnRefused(
             f"{_RULE}\npyopenib cannot spawn {name} with the interpreter option {first!r}: "
