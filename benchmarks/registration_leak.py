@@ -2,9 +2,11 @@
 
 Two ranks on the hermon model exchange large messages (buffer sends into a reused array
 and pickled objects, each above the eager limit so each is a rendezvous with one
-registration on each side). The table shows, per run length, the registrations made and
-released and the pinned bytes at the end and at the peak: a leak shows as ``held``
-and ``pinned`` growing with the message count.
+registration on each side), once with ``mpi_leave_pinned`` 0 (register per transfer,
+release at FIN) and once with 1 (the registration cache keeps the reused buffer's
+registration; the default, auto, means 1). The table shows, per mode and run length, the
+registrations made and released, the cache's hits, what is held and pinned at the end and
+at the peak: a leak shows as ``held`` and ``pinned`` growing with the message count.
 
 Run: ``.venv/bin/python benchmarks/registration_leak.py [messages ...]`` (default 1000 10000).
 """
@@ -38,13 +40,17 @@ for i in range({pairs}):
 """
 
 
-def measure(messages: int):
+MODES = ("0", "1")
+"""``mpi_leave_pinned`` values measured."""
+
+
+def measure(messages: int, leave_pinned: str):
     from pyopenib.apps.run_command import openib_btls
     from pyopenib.apps.stats import registration_rows
     from pyopenib.mpi import run_job
 
     kept = []
-    make = openib_btls(DEVICE, [], 1)
+    make = openib_btls(DEVICE, [("mpi_leave_pinned", leave_pinned)], 1)
 
     def make_btls(sim, nprocs):
         btls = make(sim, nprocs)
@@ -61,24 +67,30 @@ def measure(messages: int):
     return registration_rows(kept)
 
 
+_COLUMNS = (
+    ("reg_mr", "registered"),
+    ("dereg_mr", "deregistered"),
+    ("cache hits", "hits"),
+    ("held", "held"),
+    ("cached", "cached"),
+    ("pinned", "pinned_bytes"),
+    ("peak pinned", "peak_pinned_bytes"),
+)
+
+
 def main(argv=None, console: Console | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     counts = [int(a) for a in argv] or [1000, 10_000]
     console = console or Console()
     table = Table(title=f"registrations after N rendezvous messages ({DEVICE}, 2 ranks)")
-    for header in ("messages", "rank", "reg_mr", "dereg_mr", "held", "pinned", "peak pinned"):
+    for header in ("mpi_leave_pinned", "messages", "rank", *(h for h, _ in _COLUMNS)):
         table.add_column(header, justify="right")
-    for n in counts:
-        for r in measure(n):
-            table.add_row(
-                f"{n:,}",
-                str(r.rank),
-                f"{r.registered:,}",
-                f"{r.deregistered:,}",
-                f"{r.held:,}",
-                f"{r.pinned_bytes:,}",
-                f"{r.peak_pinned_bytes:,}",
-            )
+    for mode in MODES:
+        for n in counts:
+            for r in measure(n, mode):
+                table.add_row(
+                    mode, f"{n:,}", str(r.rank), *(f"{getattr(r, f):,}" for _, f in _COLUMNS)
+                )
     console.print(table)
 
 

@@ -9,7 +9,15 @@ import math
 
 import click
 
-__all__ = ["CPU_SCALE", "DEVICE_NAME", "FiniteFloat", "SECONDS", "DeviceName"]
+__all__ = [
+    "CPU_SCALE",
+    "DEVICE_NAME",
+    "FiniteFloat",
+    "REPLAY_TOKEN",
+    "SECONDS",
+    "DeviceName",
+    "ReplayTokenText",
+]
 
 
 class FiniteFloat(click.ParamType):
@@ -68,3 +76,24 @@ CPU_SCALE = FiniteFloat(0.0)
 """A finite factor >= 0 (0 turns CPU charging off)."""
 
 DEVICE_NAME = DeviceName()
+
+
+class ReplayTokenText(click.ParamType):
+    """``--replay TOKEN`` (check, scenario, run): the token decoded, a
+    ``check.replay.ReplayToken``; a damaged token is a usage error naming why."""
+
+    name = "token"
+
+    def convert(self, value, param, ctx):
+        from .check.replay import ReplayToken
+        from .errors import PyopenibError
+
+        if isinstance(value, ReplayToken):
+            return value
+        try:
+            return ReplayToken.decode(str(value))
+        except PyopenibError as exc:
+            self.fail(str(exc).removeprefix("--replay: "), param, ctx)
+
+
+REPLAY_TOKEN = ReplayTokenText()

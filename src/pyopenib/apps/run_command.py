@@ -19,7 +19,7 @@ from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
-from ..options import CPU_SCALE, DEVICE_NAME, SECONDS
+from ..options import CPU_SCALE, DEVICE_NAME, REPLAY_TOKEN, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
@@ -128,6 +128,14 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     help="Randomise choice points with this seed.",
 )
 @click.option(
+    "--replay",
+    "token",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Replay the execution of a `pyopenib check` counterexample (its token).",
+)
+@click.option(
     "--trace",
     "trace_path",
     default=None,
@@ -159,6 +167,7 @@ def run(
     ppn,
     mca,
     seed,
+    token,
     trace_path,
     tag_output,
     timeout,
@@ -188,6 +197,13 @@ def run(
     make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
     tracer = Tracer() if trace_out else None
     sim = make_simulator(seed or 0, randomize=seed is not None, tracer=tracer)
+    if token is not None:
+        if seed is not None:
+            raise click.UsageError("--replay gives the timing; --seed would replace it")
+        if ppn != 1:
+            raise click.UsageError("--replay: `pyopenib check` runs one rank per node; drop --ppn")
+        per_rank = [chosen] * nprocs if isinstance(chosen, str) else chosen
+        sim.oracle = token.program_oracle(program, nprocs, per_rank, ctx.explicit_pairs(), args)
     try:
         with _wall_clock_limit(wall_timeout):
             result = run_job(
@@ -200,6 +216,7 @@ def run(
                 tag_output=tag_output,
                 timeout=timeout,
                 cpu_scale=cpu_scale,
+                add_btls=_adding(btls),
             )
     except SyntaxError as exc:
         # Python's own report (file, line, caret), without the launcher's frames
@@ -226,8 +243,9 @@ def run(
     failed = None
     if trace_out is not None:
         failed = write_reporting(trace_out, lambda tmp: write_trace(tracer.events, tmp))
-    if stats and btls:
-        _print_stats(btls, result.sim_time_ps)
+    grdma_stats = ctx.get("rcache_grdma_print_stats")
+    if (stats or grdma_stats) and btls:
+        _print_stats(btls, result.sim_time_ps, stats, grdma_stats)
     sys.exit(exit_status(result.exit_code, failed))
 
 
@@ -266,11 +284,35 @@ def _keeping(make_btls, kept: list):
     return make
 
 
-def _print_stats(btls, sim_time_ps: int) -> None:
+def _adding(kept: list):
+    """``run_job``'s ``add_btls`` for the openib job (``JobBtls``): the modules of the
+    processes a spawn adds, kept with the others (``--stats`` shows them too)."""
+
+    def add(btls, count: int) -> list:
+        added = btls.add_processes(count)
+        kept.extend(added)
+        return added
+
+    return add
+
+
+def _print_stats(btls, sim_time_ps: int, tables: bool, grdma_lines: bool) -> None:
+    """``--stats``'s tables and (``rcache_grdma_print_stats``) Open MPI's grdma lines."""
     from rich.console import Console
 
-    from .stats import job_stats, registration_rows, registrations_table, stats_table
+    from .stats import (
+        grdma_stats_lines,
+        job_stats,
+        registration_rows,
+        registrations_table,
+        stats_table,
+    )
 
+    if grdma_lines:
+        for line in grdma_stats_lines(btls):
+            click.echo(line, err=True)
+    if not tables:
+        return
     title = f"openib per rank and QP (job ended at {sim_time_ps / 1e6:,.3f} us simulated)"
     console = Console(stderr=True, width=160)
     console.print(stats_table(job_stats(btls), title))

@@ -13,7 +13,7 @@ from ..btl import stall_report
 from ..config.limits import check_job_memory
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
-from ..options import DEVICE_NAME
+from ..options import DEVICE_NAME, REPLAY_TOKEN
 from ..outputs import (
     EXIT_INTERRUPTED,
     TRACE_SUFFIXES,
@@ -186,11 +186,31 @@ def race_excerpt(result, before: int = 8) -> list[str]:
 @click.option(
     "--iterations", type=click.IntRange(min=1), default=None, help="Fragments per sending rank."
 )
+@click.option(
+    "--replay",
+    "token",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Replay the execution of a `pyopenib check` counterexample (its token).",
+)
 def scenario(
-    name, device, peer_device, credits_qp, mca, seed, random_timing, trace_file, nprocs, iterations
+    name,
+    device,
+    peer_device,
+    credits_qp,
+    mca,
+    seed,
+    random_timing,
+    trace_file,
+    nprocs,
+    iterations,
+    token,
 ):
     """Run a built-in BTL workload between simulated processes and summarise it."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
+    if token is not None and random_timing:
+        raise click.UsageError("--replay gives the timing; --random-timing would replace it")
     ctx = scenario_settings(
         mca,
         credits_qp,
@@ -199,6 +219,11 @@ def scenario(
         DEFAULT_QUEUES,
         nprocs or (4 if name == "incast" else 2),
     )
+    oracle = None
+    if token is not None:
+        ranks = nprocs or (4 if name == "incast" else 2)
+        devices = [device] + [peer_device or device] * (ranks - 1)
+        oracle = token.scenario_oracle(name, devices, ctx.explicit_pairs(), iterations, ranks)
     console = Console()
     tracer = Tracer()
     result = traced_run(
@@ -213,6 +238,7 @@ def scenario(
         trace=tracer,
         nprocs=nprocs,
         iterations=iterations,
+        oracle=oracle,
     )
     policy = ctx.get("btl_openib_credits_qp")
     _summary(result, console, f"{name} on {device} (credits_qp {policy})")
@@ -237,10 +263,18 @@ def scenario(
 @click.command()
 def demo():
     """The headline story: the credit race on Chelsio T3, then the fix."""
+    # OMPI_MCA_*, parameter files and the scenarios' default queues, as scenario resolves
+    # them; each step then sets the credits policy it shows
+    ctx = scenario_settings((), None, ("chelsio-t3", "connectx"), "pyopenib demo",
+                            DEFAULT_QUEUES, 2)  # fmt: skip
+    pairs = ctx.explicit_pairs()
     console = Console()
     console.rule("[bold]1. Open MPI's policy: every credit message on QP 0 (smallest)")
-    console.print("bibw on chelsio-t3, receive_queues P,128,256,192,128:P,65536,256,192,128")
-    bad = run_scenario("bibw", device="chelsio-t3", credits_qp="smallest", trace=True)
+    queues = ctx.get("btl_openib_receive_queues")
+    console.print(f"bibw on chelsio-t3, receive_queues {queues}", markup=False)
+    bad = run_scenario(
+        "bibw", device="chelsio-t3", credits_qp="smallest", mca_pairs=pairs, trace=True
+    )
     _summary(bad, console, "credits_qp smallest")
     if bad.failure is not None:
         console.print(bad.failure.report, markup=False, highlight=False)
@@ -255,11 +289,11 @@ def demo():
             "ui.perfetto.dev: out/t3-race-perfetto.json"
         )
     console.rule("[bold]2. The fix: credits of QP X travel on QP X (own)")
-    good = run_scenario("bibw", device="chelsio-t3", credits_qp="own", trace=False)
+    good = run_scenario("bibw", device="chelsio-t3", credits_qp="own", mca_pairs=pairs)
     _summary(good, console, "credits_qp own")
     console.rule("[bold]3. ConnectX (separate SQ/RQ engines): a timing window, not a rule")
     for policy in ("smallest", "own"):
-        r = run_scenario("bibw", device="connectx", credits_qp=policy, trace=False)
+        r = run_scenario("bibw", device="connectx", credits_qp=policy, mca_pairs=pairs)
         console.print(
             f"connectx, {policy}: {'completed' if r.completed else 'FAILED'} in "
             f"{r.sim_time_ps / 1e6:.1f} us simulated"

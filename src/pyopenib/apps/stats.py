@@ -17,6 +17,7 @@ __all__ = [
     "QpStats",
     "RankRegistrations",
     "job_stats",
+    "grdma_stats_lines",
     "registration_rows",
     "registrations_table",
     "stats_table",
@@ -100,16 +101,27 @@ def stats_table(rows: list[QpStats], title: str) -> Table:
 
 @dataclass(frozen=True)
 class RankRegistrations:
-    """One rank's memory registrations on its openib device over the job."""
+    """One rank's memory registrations on its openib device over the job, and what its
+    registration cache (Open MPI's grdma) did."""
 
     rank: int
     registered: int
-    """``ibv_reg_mr`` calls: one per rendezvous buffer on each side, one per eager-RDMA ring."""
+    """``ibv_reg_mr`` calls: one per cache miss (a rendezvous buffer not registered yet),
+    one per eager-RDMA ring."""
     deregistered: int
     held: int
-    """Registrations still held at the end (the eager-RDMA rings; anything else leaked)."""
+    """Registrations still held at the end: the eager-RDMA rings, buffers in use, and
+    (leave_pinned) the cached ones whose memory is still alive; anything else leaked."""
     pinned_bytes: int
     peak_pinned_bytes: int
+    hits: int
+    """Registrations found in the cache (no ``ibv_reg_mr``)."""
+    misses: int
+    cached: int
+    """Of ``held``: unused registrations kept pinned (leave_pinned's LRU list)."""
+    evicted: int
+    invalidated: int
+    """Deregistered because their memory was freed (the memory hooks)."""
 
 
 def registration_rows(btls) -> list[RankRegistrations]:
@@ -119,31 +131,63 @@ def registration_rows(btls) -> list[RankRegistrations]:
         if m is None:
             continue
         r = m.registrations
+        c = m.rcache
         rows.append(
             RankRegistrations(
-                m.rank, r.registered, r.deregistered, r.live, r.pinned_bytes, r.peak_pinned_bytes
-            )
+                m.rank,
+                r.registered,
+                r.deregistered,
+                r.live,
+                r.pinned_bytes,
+                r.peak_pinned_bytes,
+                c.stats.hits,
+                c.stats.misses,
+                c.unused,
+                c.stats.evicted,
+                c.stats.invalidated,
+            )  # fmt: skip
         )
     return rows
 
 
+_REGISTRATION_COLUMNS = (
+    ("rank", "rank"),
+    ("reg_mr", "registered"),
+    ("dereg_mr", "deregistered"),
+    ("held at end", "held"),
+    ("pinned at end", "pinned_bytes"),
+    ("peak pinned", "peak_pinned_bytes"),
+    ("cache hits", "hits"),
+    ("misses", "misses"),
+    ("cached unused", "cached"),
+    ("evicted", "evicted"),
+    ("freed", "invalidated"),
+)
+
+
 def registrations_table(rows: list[RankRegistrations]) -> Table:
-    table = Table(title="memory registrations per rank (reg_mr / dereg_mr, pinned bytes)")
-    headers = ("rank", "reg_mr", "dereg_mr", "held at end", "pinned at end", "peak pinned")
-    for header in headers:
+    table = Table(
+        title="memory registrations per rank (reg_mr / dereg_mr, pinned bytes, registration cache)"
+    )
+    for header, _ in _REGISTRATION_COLUMNS:
         table.add_column(header, justify="right")
     for r in rows:
-        table.add_row(
-            *(
-                f"{v:,}"
-                for v in (
-                    r.rank,
-                    r.registered,
-                    r.deregistered,
-                    r.held,
-                    r.pinned_bytes,
-                    r.peak_pinned_bytes,
-                )
-            )
-        )
+        table.add_row(*(f"{getattr(r, field):,}" for _, field in _REGISTRATION_COLUMNS))
     return table
+
+
+def grdma_stats_lines(btls) -> list[str]:
+    """What ``rcache_grdma_print_stats`` prints when each process closes its device, in
+    Open MPI's words (``rcache_grdma_finalize``). found/not found count
+    ``rcache_find`` lookups, which ob1 over openib never makes: 0, as in Open MPI."""
+    lines = []
+    for btl in btls:
+        m = openib_module(btl)
+        if m is None:
+            continue
+        c = m.rcache
+        lines.append(
+            f"[[1,1],{m.rank}] grdma: stats (hit/miss/found/not found/evicted/tree size): "
+            f"{c.stats.hits}/{c.stats.misses}/0/0/{c.stats.evicted}/{c.tree_size}"
+        )
+    return lines

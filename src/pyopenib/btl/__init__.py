@@ -8,7 +8,7 @@ The PML sees only ``BtlModule`` (see ``interface``); jobs are built by
 ``build_job_btls``."""
 
 from .bml import Bml, openib_module
-from .cluster import OobChannel, build_job_btls
+from .cluster import JobBtls, OobChannel, build_job_btls
 from .credits import stall_report
 from .interface import BtlModule, MemHandle, RecvCallback, TransportError
 from .module import OpenibModule
@@ -23,6 +23,7 @@ __all__ = [
     "SmModule",
     "SmNode",
     "Bml",
+    "JobBtls",
     "openib_module",
     "OobChannel",
     "build_job_btls",

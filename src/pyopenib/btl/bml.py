@@ -45,6 +45,7 @@ class Bml:
         self._sendi = [openib.sendi if b is openib else _refuse for b in routes]
         self._put = [b.put for b in routes]
         self._get = [b.get for b in routes]
+        self._sm_users: dict[int, int] = {}  # key -> transfers using its sm registration
 
     def limits(self, peer: int) -> tuple[int, int, int]:
         """(eager_limit, rndv_eager_limit, max_send_size) of the BTL that reaches ``peer``."""
@@ -63,12 +64,18 @@ class Bml:
 
     def register_memory(self, buffer: np.ndarray):
         """Register with every BTL in use under ONE key: openib's (address and rkey),
-        which the node's sm registration table records too."""
+        which the node's sm registration table records too. openib's registration cache
+        may hand the same key to concurrent transfers of one buffer: the sm entry lives
+        while any of them does."""
         if not self.uses_openib:
             return self.sm.register_memory(buffer)
         handle = self.openib.register_memory(buffer)
         if self.uses_sm:
-            self.sm.register_memory(buffer, handle.key)
+            key = handle.key
+            users = self._sm_users.get(key, 0)
+            if not users:
+                self.sm.register_memory(buffer, key)
+            self._sm_users[key] = users + 1
         return handle
 
     def deregister_memory(self, handle) -> None:
@@ -77,7 +84,12 @@ class Bml:
             return
         self.openib.deregister_memory(handle)
         if self.uses_sm:
-            self.sm.node.deregister(handle.key)
+            key = handle.key
+            users = self._sm_users.pop(key) - 1
+            if users:
+                self._sm_users[key] = users
+            else:
+                self.sm.node.deregister(key)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._put[peer](peer, local, local_offset, remote_key, remote_offset, length,

@@ -15,12 +15,12 @@ from __future__ import annotations
 from ..config import check_peer_compatibility, effective_settings, load_mca
 from ..errors import PyopenibError, register_topics
 from ..hw import get_device_model
-from ..verbs import open_devices
+from ..verbs import attach_device, open_devices
 from .bml import Bml
 from .module import OpenibModule
 from .sm import SmModule, SmNode
 
-__all__ = ["OobChannel", "build_job_btls", "OOB_LATENCY_PS"]
+__all__ = ["JobBtls", "OobChannel", "build_job_btls", "OOB_LATENCY_PS"]
 
 OOB_LATENCY_PS = 20_000_000
 """One out-of-band message (TCP through the runtime): 20 us. A guess; it only shifts
@@ -48,6 +48,10 @@ register_topics(
             "max_inline_data {value} (from {source}): device {device} can send at most "
             "{limit} bytes inline (ibv_create_qp would fail with EINVAL); set "
             "btl_openib_max_inline_data to -1 to take the device's limit"
+        ),
+        "btl-spawn-ppn": (
+            "--ppn {ppn}: pyopenib adds spawned processes only to a job of one process "
+            "per node (each on a node of its own); run with --ppn 1 to spawn"
         ),
         "btl-mixed-transport": (
             "ranks {a} ({da}, {ta}) and {b} ({db}, {tb}) have conflicting transport types; "
@@ -126,9 +130,9 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
     ]
     oob.modules = modules
     if ppn == 1:
-        return modules
+        return JobBtls(modules, models[0], settings[0], oob, ppn, check_invariants)
     nodes = [SmNode(h) for h in hosts]
-    return [
+    btls = [
         Bml(
             rank,
             modules[rank],
@@ -138,3 +142,35 @@ def build_job_btls(sim, nprocs: int, devices, mca_pairs=(), ppn: int = 1, *, mca
         )  # fmt: skip
         for rank in range(nprocs)
     ]
+    return JobBtls(btls, models[0], settings[0], oob, ppn, check_invariants)
+
+
+class JobBtls(list):
+    """The job's BTL modules by process index, and the runtime's means to add processes
+    to the running job (``MPI_Comm_spawn``): ``add_processes(n)`` starts each new process
+    on a node of its own, with node 0's device and settings, its NIC on the job's fabric
+    and its openib module on the out-of-band channel, wired up exactly like the first
+    ones (peers connect to it on their first send). The new modules join the list."""
+
+    def __init__(self, modules, device, settings, oob: OobChannel, ppn: int, check_invariants):
+        super().__init__(modules)
+        self.check_invariants = check_invariants
+        self.device = device  # node 0's device model, every new node's
+        self.settings = settings
+        self.oob = oob
+        self.ppn = ppn
+
+    def add_processes(self, count: int) -> list:
+        if self.ppn != 1:
+            raise PyopenibError("btl-spawn-ppn", ppn=self.ppn)
+        added = []
+        for rank in range(len(self), len(self) + count):
+            host = f"node{rank:03d}"
+            (context,) = attach_device(self[0].context, self.device, f"{host}/{self.device.id}")
+            module = OpenibModule(
+                rank, context, self.settings, self.oob, host, self.check_invariants
+            )
+            self.oob.modules.append(module)
+            added.append(module)
+        self.extend(added)
+        return added

@@ -60,6 +60,7 @@ from .frag import (
 )
 from .interface import TransportError
 from .invariants import InvariantChecks
+from .rcache import RegisteredMemory, RegistrationCache
 from .registrations import RegistrationCounts
 from .report import failure_report
 
@@ -71,18 +72,6 @@ _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
 _RKEY_BITS = 24
 _SIGNALED = SendFlags.SIGNALED
 _SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
-
-
-class RegisteredMemory:
-    """A registration as the PML sees it. ``key`` packs the region's address and rkey —
-    the two facts Open MPI's PML ships to the peer for RDMA."""
-
-    __slots__ = ("buffer", "key", "mr")
-
-    def __init__(self, mr):
-        self.mr = mr
-        self.buffer = mr.buffer
-        self.key = (mr.addr << _RKEY_BITS) | mr.rkey
 
 
 class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChecks):
@@ -158,6 +147,8 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         )
         # statistics
         self.registrations = RegistrationCounts()
+        self.rcache = RegistrationCache(self.pd, _ACCESS_ALL, self.registrations,
+                                        settings.leave_pinned)  # fmt: skip
         self.frags_sent = [0] * len(self.queues)
         self.bytes_sent = [0] * len(self.queues)
         self.eager_sent = [0] * len(self.queues)  # of frags_sent: through an eager-RDMA ring
@@ -239,12 +230,14 @@ class OpenibModule(ConnectionSetup, CreditFlow, EagerRdmaChannels, InvariantChec
         return frag
 
     def register_memory(self, buffer: np.ndarray) -> RegisteredMemory:
-        self.registrations.record_register(buffer.nbytes)
-        return RegisteredMemory(self.pd.reg_mr(buffer, _ACCESS_ALL))
+        """Through the device's registration cache, as Open MPI's
+        ``mca_btl_openib_register_mem`` (a hit, or ``ibv_reg_mr``)."""
+        return self.rcache.register(buffer)
 
     def deregister_memory(self, handle: RegisteredMemory) -> None:
-        handle.mr.dereg()
-        self.registrations.record_deregister(handle.buffer.nbytes)
+        """Release one use: ``ibv_dereg_mr`` at once, or (``mpi_leave_pinned``) kept
+        pinned for the next transfer of the same memory."""
+        self.rcache.release(handle)
 
     def put(self, peer, local, local_offset, remote_key, remote_offset, length, on_complete):
         self._rdma(WrOpcode.RDMA_WRITE, peer, local, local_offset, remote_key, remote_offset,

@@ -1,60 +1,114 @@
-"""``pyopenib check``: explore orderings of a BTL scenario; print a minimal counterexample
-(replayable, drawable) or how many executions were covered."""
+"""``pyopenib check``: explore orderings of a BTL scenario or of a user's mpi4py program;
+print what was covered (the verdict says exactly that), or a counterexample a user can
+act on: delta-debugged, with its critical transition, its replay token and the commands
+that replay it."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
 import click
 
-from ..apps.scenario_commands import scenario_settings
+from ..apps.scenario_commands import MAX_SCENARIO_RANKS, scenario_settings
 from ..apps.scenarios import SCENARIOS
-from ..options import DEVICE_NAME
+from ..errors import PyopenibError, register_topics
+from ..options import DEVICE_NAME, REPLAY_TOKEN, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..report import write_trace
 from ..sim import NominalOracle, RandomOracle, Tracer
 from ..workers import Workers
-from .explore import SelectiveScriptedOracle, explore_exhaustive, explore_random
+from .branches import branches_of
+from .critical import credit_story, critical_choice
+from .explore import ExplorationResult, SelectiveScriptedOracle, explore_exhaustive, explore_random
+from .minimize import minimize
+from .monitor import BudgetReached, Monitor
+from .program import ProgramRun
+from .replay import RecordingOracle, ReplayOracle, ReplayToken, program_config, scenario_config
 from .scenario_runs import RACE_LABELS, scenario_runner
+from .verdict import EXIT_INPUT, Coverage, verdict_lines
 
 EXIT_COUNTEREXAMPLE = 1
+EXIT_INCOMPLETE = 2
+"""No failure, but the search was cut (budget): nothing is proved."""
 CHECK_QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
 """Small per-peer queues: the race needs only a few buffers, and exploration stays fast."""
 
-
-class _LabelsSeen(NominalOracle):
-    """Nominal timing that remembers the labels of the choice points it answered, so
-    that ``--labels`` naming none of them is refused instead of exploring one execution
-    and calling it every one."""
-
-    def __init__(self):
-        self.labels: set[str] = set()
-
-    def choose(self, label: str, n: int) -> int:
-        self.labels.add(label)
-        return super().choose(label, n)
-
-    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
-        self.labels.add(label)
-        return super().duration(label, lo, nominal, hi)
+register_topics(
+    {
+        "check-target": (
+            "{target!r} is neither a scenario ({scenarios}) nor an mpi4py program (a .py file)"
+        ),
+        "check-program-options": "{option} applies to scenarios; a program takes -n and its args",
+    }
+)
 
 
-def _shrink_iterations(passes, iterations: int) -> int:
-    """Fewer fragments per rank that still fail (binary search; failure need not be
-    monotone in the count, so the result is checked and ``iterations`` kept otherwise)."""
-    lo, hi = 1, iterations
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if not passes(lo) else iterations
+class _Target:
+    """What ``check`` explores: its runner, its replay configuration, and how the user
+    replays one execution with ``scenario`` or ``run``."""
+
+    def __init__(self, title, run, config, replay_argv, ranks):
+        self.title = title
+        self.run = run
+        self.config = config
+        self.replay_argv = replay_argv  # the replaying command; "{token}" for the token
+        self.ranks = ranks
 
 
-@click.command()
-@click.argument("name", type=click.Choice(SCENARIOS))
+def _mca_argv(pairs) -> list[str]:
+    return [x for k, v in pairs for x in ("--mca", k, v)]
+
+
+def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iterations, jobs, dask):
+    is_scenario = target in SCENARIOS
+    if not is_scenario and not (target.endswith(".py") and os.path.isfile(target)):
+        raise PyopenibError(
+            "check-target", exit_code=EXIT_INPUT, target=target, scenarios=", ".join(SCENARIOS)
+        )
+    if is_scenario:
+        ranks = nprocs or (4 if target == "incast" else 2)
+        if args:
+            raise click.BadParameter(f"a scenario takes no arguments: {' '.join(args)}")
+    else:
+        ranks = nprocs or 2
+        if peer_device is not None:
+            raise PyopenibError("check-program-options", exit_code=EXIT_INPUT,
+                                option="--peer-device")  # fmt: skip
+    # every worker runs one execution at a time, each with the target's ranks
+    ctx = scenario_settings(mca, credits_qp, (device, peer_device), "pyopenib check",
+                            CHECK_QUEUES, ranks * (1 if dask else jobs))  # fmt: skip
+    pairs = ctx.explicit_pairs()
+    devices = [device] + [peer_device or device] * (ranks - 1)
+    policy = ctx.get("btl_openib_credits_qp")
+    if is_scenario:
+        run = scenario_runner(target, device=device, peer_device=peer_device, mca_pairs=pairs,
+                              iterations=iterations, nprocs=ranks)  # fmt: skip
+        config = scenario_config(target, devices, pairs, iterations, ranks)
+        argv = ["pyopenib", "scenario", target, "--device", device]
+        if peer_device:
+            argv += ["--peer-device", peer_device]
+        argv += [*_mca_argv(pairs), "--iterations", str(iterations), "-n", str(ranks)]
+        argv += ["--trace", "race.png", "--replay", "{token}"]
+        title = f"{target} on {device}, credits_qp {policy}, {iterations} fragments per rank"
+    else:
+        path = os.path.abspath(target)
+        run = ProgramRun(path, ranks, devices, pairs, args)
+        config = program_config(path, ranks, devices, pairs, args)
+        argv = ["pyopenib", "run", "-n", str(ranks), "--device", device, *_mca_argv(pairs)]
+        argv += ["--trace", "race.png", "--replay", "{token}", target, *args]
+        title = f"{target} on {ranks} ranks of {device}, credits_qp {policy}"
+    return _Target(title, run, config, argv, ranks)
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@click.argument("target", metavar="SCENARIO|PROGRAM.py")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "-n", "--np", "nprocs", type=click.IntRange(min=2, max=MAX_SCENARIO_RANKS), default=None,
+    help="Ranks [programs: 2; scenarios: 2, incast 4].",
+)  # fmt: skip
 @click.option(
     "--device", type=DEVICE_NAME, default="chelsio-t3", show_default=True, help="Device model id."
 )
@@ -62,7 +116,7 @@ def _shrink_iterations(passes, iterations: int) -> int:
     "--peer-device",
     type=DEVICE_NAME,
     default=None,
-    help="Device of the other ranks (mixed cluster).",
+    help="Scenarios: device of the other ranks (mixed cluster).",
 )
 @click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None)
 @click.option("--mca", nargs=2, multiple=True, metavar="K V")
@@ -71,7 +125,7 @@ def _shrink_iterations(passes, iterations: int) -> int:
     type=click.IntRange(min=1),
     default=40,
     show_default=True,
-    help="Fragments per sending rank.",
+    help="Scenarios: fragments per sending rank.",
 )
 @click.option("--exhaustive", is_flag=True, help="Enumerate executions instead of sampling.")
 @click.option(
@@ -83,11 +137,17 @@ def _shrink_iterations(passes, iterations: int) -> int:
 )
 @click.option(
     "--labels",
-    default=",".join(sorted(RACE_LABELS)),
-    show_default=True,
-    help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one).",
+    default=None,
+    help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one) "
+    f"[the race's that the run meets: {', '.join(sorted(RACE_LABELS))}].",
 )
 @click.option("--max-executions", type=click.IntRange(min=1), default=20_000, show_default=True)
+@click.option(
+    "--time-budget",
+    type=SECONDS,
+    default=None,
+    help="Stop exploring after this many seconds of real time (the verdict says so).",
+)
 @click.option(
     "--runs",
     type=click.IntRange(min=1),
@@ -101,6 +161,14 @@ def _shrink_iterations(passes, iterations: int) -> int:
     default=0,
     show_default=True,
     help="Random: first seed.",
+)
+@click.option(
+    "--replay",
+    "replay",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Run the one execution a counterexample's replay token names.",
 )
 @click.option(
     "--trace",
@@ -121,118 +189,174 @@ def _shrink_iterations(passes, iterations: int) -> int:
     metavar="ADDRESS|local",
     help="Run the executions on this Dask scheduler (or a local Dask cluster).",
 )
-def check(
-    name,
-    device,
-    peer_device,
-    credits_qp,
-    mca,
-    iterations,
-    exhaustive,
-    deviations,
-    labels,
-    max_executions,
-    runs,
-    seed,
-    trace_file,
-    jobs,
-    dask,
-):
-    """Explore orderings of a scenario: find a counterexample or report the coverage.
+def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations, exhaustive,
+          deviations, labels, max_executions, time_budget, runs, seed, replay, trace_file, jobs,
+          dask):  # fmt: skip
+    """Explore orderings of a scenario or of an unmodified mpi4py PROGRAM.py: find a
+    counterexample or report exactly what was covered.
 
-    Unless btl_openib_receive_queues is given, scenarios here use small per-peer queues
+    Unless btl_openib_receive_queues is given, check uses small per-peer queues
     (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
-    label_set = None if labels == "all" else frozenset(x for x in labels.split(",") if x)
-    if label_set is not None and not label_set:
+    label_set = None if labels in (None, "all") else frozenset(x for x in labels.split(",") if x)
+    if labels is not None and label_set is not None and not label_set:
         raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
-    # every worker runs one execution at a time, each with the scenario's ranks
-    ranks = (4 if name == "incast" else 2) * (1 if dask else jobs)
-    ctx = scenario_settings(
-        mca, credits_qp, (device, peer_device), "pyopenib check", CHECK_QUEUES, ranks
+    tgt = _target(target, args, nprocs, device, peer_device, credits_qp, mca, iterations,
+                  jobs, dask)  # fmt: skip
+    if replay is not None:
+        replay.require(tgt.config)
+        click.echo(tgt.title)
+        _replay(tgt, replay, trace_out)
+        return
+    coverage, branches = _nominal(tgt)
+    if exhaustive:
+        if labels is None:  # the race's labels this device has (T3: recv_wqe; split: usable)
+            label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
+        coverage.require(label_set, target)
+    click.echo(tgt.title)
+    if exhaustive:
+        click.echo("choice points of the nominal run (label, met, branching):")
+        for line in coverage.table(label_set):
+            click.echo(line)
+    for line in branches.lines():
+        click.echo(line)
+    total = None
+    if exhaustive and deviations <= 1:
+        total = 1 + (coverage.level_one(label_set) if deviations else 0)
+    search = (
+        (lambda w: explore_exhaustive(tgt.run, label_set, deviations, max_executions, workers=w))
+        if exhaustive
+        else (lambda w: explore_random(tgt.run, runs, seed, workers=w))
     )
-    pairs = ctx.explicit_pairs()
-    common = dict(device=device, peer_device=peer_device, mca_pairs=pairs)
-    run = scenario_runner(name, iterations=iterations, **common)
-    nominal = _LabelsSeen()
-    run(nominal)  # a bad device or MCA value: one clear error here, not in a worker
-    if exhaustive and label_set is not None and not label_set & nominal.labels:
-        raise click.BadParameter(
-            f"no choice point of {name} is labelled {', '.join(sorted(label_set))}; "
-            f"its labels: {', '.join(sorted(nominal.labels))}",
-            param_hint="--labels",
+    res, stop = _explore(search, jobs, dask, time_budget, total)
+    cut_by = None
+    if stop is not None:
+        cut_by = f"--time-budget {time_budget:g} s reached"
+        mode = "exhaustive" if exhaustive else "random"
+        branching = coverage.branching_points(label_set)
+        res = ExplorationResult(stop.executions, False, branching, None, mode, deviations)
+    elif exhaustive and not res.complete and res.counterexample is None:
+        cut_by = f"--max-executions {max_executions} reached"
+    if res.counterexample is None:
+        if exhaustive:
+            for line in verdict_lines(res, coverage, label_set, deviations, cut_by):
+                click.echo(line)
+        else:
+            last = seed + res.executions - 1
+            cut = f" ({cut_by})" if cut_by else ""
+            click.echo(
+                f"no failure in {res.executions} seeded random runs ({seed}..{last}){cut}: "
+                "a sample of the device intervals, not a proof"
+            )
+        sys.exit(EXIT_INCOMPLETE if cut_by else 0)
+    if exhaustive:
+        found = SelectiveScriptedOracle(res.counterexample.script, label_set)
+        click.echo(
+            f"COUNTEREXAMPLE after {res.executions} executions (breadth-first: the fewest "
+            f"deviations, {len(res.counterexample.deviations)}): {res.counterexample.outcome}"
         )
-    policy = ctx.get("btl_openib_credits_qp")
-    click.echo(f"{name} on {device}, credits_qp {policy}, {iterations} fragments per rank")
+    else:
+        bad_seed = res.counterexample.script[0]
+        found = RandomOracle(bad_seed)
+        click.echo(f"COUNTEREXAMPLE: seed {bad_seed}: {res.counterexample.outcome}")
+    _counterexample(tgt, found, trace_out)
+
+
+def _nominal(tgt):
+    """The nominal run, recorded: its per-label coverage and the protocol branches it
+    took. A bad device or MCA value fails here with one clear error, not in a worker."""
+    tracer = Tracer()
+    nominal = RecordingOracle(NominalOracle(), tracer)
+    first = tgt.run.execute(nominal, trace=tracer)
+    return Coverage.of(nominal.answers), branches_of(first.modules, tracer.events)
+
+
+def _explore(search, jobs, dask, time_budget, total):
+    """``search(workers)`` on the pool, under the time budget and the progress display:
+    (its result, None), or (None, the ``BudgetReached``) when the budget ran out."""
     try:
-        with Workers(jobs, dask) as workers:
-            if exhaustive:
-                res = explore_exhaustive(
-                    run, label_set, deviations, max_executions, workers=workers
-                )
-            else:
-                res = explore_random(run, runs, seed, workers=workers)
+        with Workers(jobs, dask) as workers, Monitor(workers, time_budget, total) as monitor:
+            try:
+                return search(monitor), None
+            except BudgetReached as stop:
+                return None, stop
     except KeyboardInterrupt:
         click.echo("pyopenib: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    if exhaustive:
+
+
+def _counterexample(tgt, found, trace_out):
+    """Record the failing execution, reduce it, name its critical transition, print the
+    token and the replay commands, write the trace; exit 1."""
+    recorded = RecordingOracle(found)
+    first = tgt.run.execute(recorded)
+    small = minimize(tgt.run, recorded.deviations, first.text)
+    tracer = Tracer()
+    final = RecordingOracle(ReplayOracle(
+        [(a.position, a.kind, a.label, a.value) for a in small.deviations]), tracer)  # fmt: skip
+    out = tgt.run.execute(final, trace=tracer)
+    if out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
+        raise RuntimeError("the reduced counterexample passed on replay: the model is not "
+                           "deterministic")  # fmt: skip
+    token = ReplayToken.of(tgt.config, final.answers)
+    how = "1-minimal" if small.one_minimal else "reduced (test budget reached)"
+    if out.text != first.text:
+        click.echo(f"  reduced, it fails as: {out.text}")
+    if token.deviations:
         click.echo(
-            f"exhaustive: {res.executions} executions; {res.choice_points} branching choice "
-            f"points in the nominal run; at most {deviations} deviation(s) from nominal timing"
+            f"deviations from nominal timing ({how}, delta debugging: {small.tests} "
+            f"executions; {len(recorded.deviations)} before):"
         )
-        if res.counterexample is None:
-            verdict = "every" if res.complete else "NOT every (budget reached)"
-            click.echo(f"no failure: {verdict} execution within the bound was explored")
-            sys.exit(0 if res.complete else 2)
-        ex = res.counterexample
-        click.echo(f"COUNTEREXAMPLE: {ex.outcome}")
-        if ex.deviations:
-            for i, label, option in ex.deviations:
-                click.echo(
-                    f"  choice #{i} {label}: option {option} (0 = nominal, 1 = low, 2 = high)"
-                )
-        else:
-            click.echo("  (with nominal timing: no deviation needed)")
-        failed = None
-        if trace_out is not None:
-            tracer = Tracer()
-            # the runner turns a broken invariant into an outcome; the tracer keeps the events
-            scenario_runner(name, iterations=iterations, trace=tracer, **common)(
-                SelectiveScriptedOracle(ex.script, label_set)
-            )
-            failed = _write(trace_out, tracer)
-        sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
-    if res.counterexample is None:
-        click.echo(f"random: {res.executions} seeded runs ({seed}..{seed + runs - 1}), no failure")
-        sys.exit(0)
-    bad_seed = res.counterexample.script[0]
-
-    def passes_outcome(k):
-        return scenario_runner(name, iterations=k, **common)(RandomOracle(bad_seed))
-
-    def passes(k):
-        return passes_outcome(k)[0]
-
-    smallest = _shrink_iterations(passes, iterations)
-    click.echo(f"COUNTEREXAMPLE: seed {bad_seed}: {res.counterexample.outcome}")
-    _, shrunk_outcome = passes_outcome(smallest)
-    click.echo(
-        f"fewest fragments per rank that still fail (binary search): {smallest}: "
-        f"{shrunk_outcome}. Replay:"
-    )
-    argv = ["pyopenib", "scenario", name, "--device", device]
-    if peer_device:
-        argv += ["--peer-device", peer_device]
-    for k, v in pairs:
-        argv += ["--mca", k, v]
-    argv += ["--iterations", str(smallest), "--random-timing", "--seed", str(bad_seed)]
-    click.echo("  " + shlex.join([*argv, "--trace", "race.png"]))
+        for a in final.deviations:
+            click.echo(f"  choice point #{a.position}: {a.describe()}")
+    else:
+        click.echo("no deviation needed: the nominal timing already fails")
+    _explain(tgt, final.answers, out, tracer)
+    _print_replay(tgt, token)
     failed = None
     if trace_out is not None:
-        tracer = Tracer()
-        scenario_runner(name, iterations=smallest, trace=tracer, **common)(RandomOracle(bad_seed))
         failed = _write(trace_out, tracer)
     sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
+
+
+def _explain(tgt, answers, out, tracer) -> None:
+    critical = critical_choice(tgt.run, answers)
+    click.echo("critical step (the first after which every continuation fails):")
+    for line in critical.describe():
+        click.echo(f"  {line}")
+    for line in credit_story(tracer.events):
+        click.echo(f"  {line}")
+    if out.stall:
+        click.echo("where everything waits (each rank, then the BTL's stall report):")
+        for line in out.stall:
+            click.echo(f"  {line}")
+
+
+def _print_replay(tgt, token: ReplayToken) -> None:
+    text = token.encode()
+    click.echo(f"replay token: {text}")
+    click.echo("replay:")
+    argv = [text if a == "{token}" else a for a in tgt.replay_argv]
+    click.echo("  " + shlex.join(argv))
+
+
+def _replay(tgt, token: ReplayToken, trace_out) -> None:
+    tracer = Tracer()
+    recorded = RecordingOracle(token.oracle(strict=True), tracer)
+    out = tgt.run.execute(recorded, trace=tracer)
+    click.echo(f"replayed {len(token.deviations)} deviation(s) from nominal timing: {out.text}")
+    for a in recorded.deviations:
+        click.echo(f"  choice point #{a.position}: {a.describe()}")
+    if out.output:
+        click.echo("what the ranks wrote:")
+        for line in out.output.splitlines():
+            click.echo(f"  {line}")
+    failed = None
+    if not out.ok:
+        _explain(tgt, recorded.answers, out, tracer)
+    if trace_out is not None:
+        failed = _write(trace_out, tracer)
+    sys.exit(exit_status(0 if out.ok else EXIT_COUNTEREXAMPLE, failed))
 
 
 def _write(trace_out, tracer):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..apps.scenarios import run_scenario
+from ..btl import stall_report
 from ..errors import PyopenibError
 
-__all__ = ["RACE_LABELS", "ScenarioRun", "scenario_runner"]
+__all__ = ["RACE_LABELS", "Outcome", "ScenarioRun", "scenario_runner"]
 
 RACE_LABELS = frozenset({"nic.recv_usable", "nic.recv_wqe", "nic.send_wqe", "nic.doorbell"})
 """The choice points that decide the credit race: when a posted receive becomes usable
@@ -13,9 +16,26 @@ RACE_LABELS = frozenset({"nic.recv_usable", "nic.recv_wqe", "nic.send_wqe", "nic
 work request takes, when a doorbell reaches the NIC."""
 
 
+@dataclass
+class Outcome:
+    """What one execution did: ``ok``, a one-line ``text``, and for a run that stopped
+    with every rank blocked the BTL's account of why no credit moves (``stall``)."""
+
+    ok: bool
+    text: str
+    stall: list[str] = field(default_factory=list)
+    output: str = ""
+    """What the program wrote (a program's executions only), kept out of the way."""
+    modules: list = field(default_factory=list, repr=False)
+    """The run's BTL modules, for their statistics (in-process executions only)."""
+
+
 def scenario_runner(name: str, **kwargs) -> ScenarioRun:
     """``run(oracle)`` for ``run_scenario(name, oracle=oracle, **kwargs)``: a run fails on
-    a transport failure, a hang, a broken invariant or a delivery error."""
+    a transport failure, a hang, a broken invariant or a delivery error. Every module
+    checks its credit invariants at each ``progress()`` and conservation across modules
+    is checked after every event (not once per 20,000 as in a plain scenario run)."""
+    kwargs.setdefault("conservation_every", 1)
     return ScenarioRun(name, kwargs)
 
 
@@ -28,24 +48,33 @@ class ScenarioRun:
         self.kwargs = kwargs
 
     def __call__(self, oracle) -> tuple[bool, str]:
+        out = self.execute(oracle)
+        return out.ok, out.text
+
+    def execute(self, oracle, trace=None) -> Outcome:
+        """One execution under ``oracle`` (``trace``: a Tracer that keeps its events)."""
+        kwargs = dict(self.kwargs)
+        if trace is not None:
+            kwargs["trace"] = trace
         try:
-            r = run_scenario(self.name, oracle=oracle, **self.kwargs)
+            r = run_scenario(self.name, oracle=oracle, **kwargs)
         except AssertionError as exc:
-            return False, f"invariant broken: {exc}"
+            return Outcome(False, f"invariant broken: {exc}")
         except PyopenibError as exc:
             if exc.topic == "scenario-delivery":
-                return False, str(exc)
+                return Outcome(False, str(exc))
             raise
         if r.failure is not None:
             detail = r.failure.report.splitlines()
             line = next(
                 (" ".join(x.split()) for x in detail if x.strip().startswith("Detail:")), ""
             )
-            return (
+            return Outcome(
                 False,
                 f"{r.failure.status} on QP {r.failure.qp_index} at "
                 f"{r.sim_time_ps / 1e6:.3f} us. {line}",
+                modules=r.modules,
             )
         if r.hung:
-            return False, r.hung
-        return True, f"completed at {r.sim_time_ps / 1e6:.3f} us"
+            return Outcome(False, r.hung, stall_report(r.modules), modules=r.modules)
+        return Outcome(True, f"completed at {r.sim_time_ps / 1e6:.3f} us", modules=r.modules)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import resources
 
 from .receive_queues import default_receive_queues
-from .variables import Variable
+from .variables import AUTO_BOOL, Variable
 
 __all__ = ["CREDITS_QP_LEVEL", "SHIPPED_INI", "openib_variables"]
 
@@ -228,5 +228,46 @@ def openib_variables(home: str | None) -> tuple[Variable, ...]:
             "credits_on_own_qp (1 = own, 0 = smallest), smallest without one",
             CREDITS_QP_LEVEL,
             enumerator=((0, "auto"), (1, "smallest"), (2, "own")),
+        ),
+        Variable(
+            "mpi",
+            "",
+            "leave_pinned",
+            "int",
+            -1,
+            "Keep rendezvous buffers registered after their transfer (the registration "
+            "cache's leave-pinned mode), so the next transfer of the same memory finds its "
+            "registration: 1 = on, 0 = off (register per transfer, release at FIN), "
+            "auto = on, as Open MPI 4.1 turns it on when its memory hooks work (they do on "
+            "Linux; pyopenib's are the buffers' lifetimes)",
+            9,
+            enumerator=AUTO_BOOL,
+            deprecated_synonyms=("opal_leave_pinned",),
+            project="ompi",
+        ),
+        Variable(
+            "mpi",
+            "",
+            "leave_pinned_pipeline",
+            "bool",
+            False,
+            "Open MPI's leave-pinned pipeline: the registration cache keeps registrations "
+            "(as leave_pinned) while the large-message protocol stays the pipelined one; "
+            "auto leave_pinned then means off. Setting both to true keeps leave_pinned "
+            f"{_BOOL_HINT}",
+            9,
+            deprecated_synonyms=("opal_leave_pinned_pipeline",),
+            project="ompi",
+        ),
+        Variable(
+            "rcache",
+            "grdma",
+            "print_stats",
+            "bool",
+            False,
+            "After a run, print each process's registration-cache counters on stderr, as "
+            "Open MPI does when the process closes its device: hits, misses, found/not "
+            f"found (lookups ob1 never makes), evicted, and the registrations kept {_BOOL_HINT}",
+            9,
         ),
     )

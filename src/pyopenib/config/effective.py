@@ -71,6 +71,9 @@ class EffectiveSettings:
     max_eager_rdma: int
     cq_size: int
     enable_srq_resize: bool
+    leave_pinned: bool
+    """The registration cache keeps unused registrations (``mpi_leave_pinned`` resolved
+    with ``mpi_leave_pinned_pipeline``, as Open MPI's rcache creation does)."""
     origins: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     """Things the user may want to know (no INI section for the device, clamping)."""
@@ -102,6 +105,7 @@ class EffectiveSettings:
             ("max_eager_rdma", str(self.max_eager_rdma)),
             ("cq_size", str(self.cq_size)),
             ("enable_srq_resize", str(int(self.enable_srq_resize))),
+            ("leave_pinned", str(int(self.leave_pinned))),
             ("ignore_device", str(int(self.ignore_device))),
         )
         probe = "; max is the device's limit (-1 probes it)" if self.max_inline_data < 0 else ""
@@ -288,6 +292,7 @@ def effective_settings(
         plain[name] = ctx.get(f"btl_openib_{name}")
         origins[name] = _mca_origin(ctx, f"btl_openib_{name}")
 
+    leave_pinned = _leave_pinned(ctx, origins, notes)
     return EffectiveSettings(
         vendor_id=vendor_id,
         part_id=part_id,
@@ -307,10 +312,37 @@ def effective_settings(
         credits_qp=credits_qp_index(queues),
         eager_limit=sizes["eager_limit"],
         max_send_size=sizes["max_send_size"],
+        leave_pinned=leave_pinned,
         origins=origins,
         notes=tuple(notes),
         **plain,
     )
+
+
+def _leave_pinned(ctx: McaContext, origins: dict[str, str], notes: list[str]) -> bool:
+    """Whether the registration cache keeps unused registrations, as Open MPI 4.1 decides:
+    both true is refused with a warning and leave_pinned wins (``opal_params.c``); the
+    first rcache created with leave_pinned at auto (-1) turns it on when the memory
+    hooks work, unless leave_pinned_pipeline is set (``rcache_base_create.c``); grdma
+    then keeps registrations when either is on (``rcache_grdma_component.c``)."""
+    value = ctx.get("mpi_leave_pinned")
+    pipeline = ctx.get("mpi_leave_pinned_pipeline")
+    origin = _mca_origin(ctx, "mpi_leave_pinned")
+    if value > 0 and pipeline:
+        pipeline = False
+        notes.append(
+            "cannot set both mpi_leave_pinned and mpi_leave_pinned_pipeline to true; "
+            "using mpi_leave_pinned only"
+        )
+    if value == -1:
+        origin += (
+            ", auto: on unless leave_pinned_pipeline, as Open MPI 4.1 does when its memory "
+            "hooks work (here: the buffers' lifetimes)"
+        )
+    if pipeline:
+        origin = _mca_origin(ctx, "mpi_leave_pinned_pipeline")
+    origins["leave_pinned"] = origin
+    return value != 0 or pipeline
 
 
 def check_peer_compatibility(local: EffectiveSettings, remote: EffectiveSettings) -> None:

@@ -43,7 +43,7 @@ def render_parsable(ctx: McaContext, level: int = 9, include_generic: bool = Fal
     ]
     for var in _shown(ctx, level, include_generic):
         record = ctx.value(var.full_name)
-        prefix = f"mca:{var.framework}:{var.component}:param:{var.full_name}:"
+        prefix = f"mca:{var.framework}:{var.component or 'base'}:param:{var.full_name}:"
         lines.append(prefix + "value:" + _parsable_value(render_value(var, record.value)))
         lines.append(prefix + f"source:{record.source}")
         lines.append(prefix + f"status:{'read-only' if var.read_only else 'writeable'}")
@@ -82,7 +82,7 @@ def render_human(ctx: McaContext, level: int = 9, include_generic: bool = False)
         ]
         if var.all_synonyms:
             attributes.append("synonyms: " + ", ".join(var.all_synonyms))
-        prefix = f"MCA {var.framework} {var.component}"
+        prefix = f"MCA {var.framework} {var.component or 'base'}"
         lines.append(_prefixed(prefix, f'parameter "{var.full_name}" ({", ".join(attributes)})'))
         lines.append(_INDENT + var.help)
         if var.type == "bool":

@@ -158,7 +158,27 @@ def _parse_bool(text: str) -> bool:
         ) from None
 
 
+AUTO_BOOL = ((0, "false"), (1, "true"), (-1, "auto"))
+"""Open MPI's ``mca_base_var_enum_auto_bool`` (``mpi_leave_pinned``): its own reader
+takes the bool words too and clamps a number to -1..1."""
+
+
+def _parse_auto_bool(text: str) -> int:
+    if text.lower() == "auto":
+        return -1
+    if text.lower() in _TRUE or text.lower() in _FALSE:
+        return int(text.lower() in _TRUE)
+    try:
+        return max(-1, min(1, parse_integer(text)))
+    except ConversionError:
+        raise ConversionError(
+            "not a boolean or auto (-1|auto, 0|f|false|disabled|no|n, 1|t|true|enabled|yes|y)"
+        ) from None
+
+
 def _parse_enum(var: Variable, text: str) -> object:
+    if var.enumerator == AUTO_BOOL:
+        return _parse_auto_bool(text)
     for number, name in var.enumerator:
         if text.lower() == name.lower():
             return _canonical_name(var, number) if var.type == "enum" else number

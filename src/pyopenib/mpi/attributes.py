@@ -297,7 +297,7 @@ def comm_attributes(state) -> Attributes:
                 TAG_UB: TAG_UB_VALUE,
                 IO: -1,  # MPI_ANY_SOURCE: every process can do I/O
                 WTIME_IS_GLOBAL: 0,  # Open MPI's answer (the simulated clock is global)
-                APPNUM: 0,
+                APPNUM: rc.appnum,
                 UNIVERSE_SIZE: rc.size,
                 LASTUSEDCODE: None,  # read from the rank's error codes when asked
             }

@@ -81,8 +81,10 @@ def pool(ctx=None) -> BsendPool:
 
 
 def Attach_buffer(buf) -> None:
+    """Attach a user buffer for buffered sends (``Bsend``)."""
     pool().attach(buf)
 
 
 def Detach_buffer():
+    """Detach the buffered-send buffer, once the messages in it are delivered."""
     return pool().detach()

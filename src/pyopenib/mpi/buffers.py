@@ -47,8 +47,10 @@ _PROC_NULL = -2
 
 
 class InPlaceType(metaclass=MpiClass):
-    """Type of ``IN_PLACE`` (mpi4py's: ``int()`` is MPI_IN_PLACE's address, 1 in Open MPI;
-    it pickles as the constant, so ``is IN_PLACE`` holds after a round trip)."""
+    """Type of ``IN_PLACE``.
+
+    As mpi4py's, ``int()`` is MPI_IN_PLACE's address (1 in Open MPI) and it pickles as
+    the constant, so ``is IN_PLACE`` holds after a round trip."""
 
     __slots__ = ()
     __module__ = "mpi4py.MPI"

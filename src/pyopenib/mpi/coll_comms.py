@@ -82,7 +82,8 @@ class CommState:
     (what p2p checks destinations against); ``rank`` this process's rank in ``group``.
     ``local`` is an intercommunicator's local intracommunicator (its collectives' local
     phases), ``topo`` a topology (``topology``), ``coll_seq`` the sequence number of the
-    next collective on it (its tag)."""
+    next blocking collective on it (its tag), ``nbc_seq`` that of the next nonblocking or
+    persistent one (they have their own tags, as libnbc's in Open MPI)."""
 
     __slots__ = (
         "cid",
@@ -100,6 +101,7 @@ class CommState:
         "topo",
         "info",
         "coll_seq",
+        "nbc_seq",
         "ghandle",
         "fint",
         "__weakref__",
@@ -121,6 +123,7 @@ class CommState:
         self.topo = None
         self.info = None
         self.coll_seq = 0
+        self.nbc_seq = 0
         self.ghandle = None
         self.fint = 0  # its integer handle (``toint``), given on first request
 
@@ -153,12 +156,12 @@ def comm_object(cls_or_kind, state):
     if state is None:
         return (Intercomm if cls_or_kind == "inter" else Intracomm)(None)
     if isinstance(cls_or_kind, type):
-        return cls_or_kind(state)
+        return cls_or_kind._of(state)
     if state.inter:
-        return Intercomm(state)
+        return Intercomm._of(state)
     if state.topo is not None:
-        return state.topo.comm_class()(state)
-    return Intracomm(state)
+        return state.topo.comm_class()._of(state)
+    return Intracomm._of(state)
 
 
 def _node_of(rc) -> str:
@@ -198,7 +201,7 @@ class CommConstructors:
         arg = int(arg)
         for name, fint in _PREDEFINED_FINTS.items():
             if fint == arg:
-                return Intracomm(name) if name is not None else cls(None)
+                return Intracomm._of(name) if name is not None else cls(None)
         table = _handle_table(current_context())
         state = table[arg - 3]() if 3 <= arg < len(table) + 3 else None
         if state is None or state.freed:
@@ -321,7 +324,7 @@ class CommConstructors:
         new.info = info if info is not None else st.info
         copy_attributes(self, comm_attributes(st), comm_attributes(new))
         inherit(st, new)
-        return type(self)(new)
+        return type(self)._of(new)
 
     def Clone(self):
         return self.Dup()
@@ -344,18 +347,18 @@ class CommConstructors:
         """The members of ``group`` (a subset of this communicator's group) get a new
         communicator; the others get COMM_NULL. Collective over this communicator."""
         st = self._st()
-        if group._h is None:
+        if group._obj is None:
             raise Exception(_ERR_GROUP)
         if st.inter:
             return self._create_inter(st, group)
-        members = group._h.members
+        members = group._obj.members
         if any(w not in st.group for w in members):
             raise Exception(_ERR_GROUP)
         cid = self._agree_cid(st, "MPI_Comm_create")
         me = st.group[st.rank]
-        if me not in group._h:
+        if me not in group._obj:
             return comm_object("intra", None)
-        return comm_object("intra", CommState(cid, list(members), group._h.rank_of(me), st.rc))
+        return comm_object("intra", CommState(cid, list(members), group._obj.rank_of(me), st.rc))
 
     def Split(self, color: int = 0, key: int = 0):
         st = self._st()
@@ -400,10 +403,15 @@ class CommConstructors:
         self._s = None
 
     def free(self) -> None:
-        """``Free`` unless null or predefined."""
+        """Call ``Free`` if not null or predefined."""
         s = self._s
-        if s is not None and not isinstance(s, str):
-            self.Free()
+        if s is None:
+            return
+        if isinstance(s, str):  # COMM_WORLD/COMM_SELF: mpi4py never frees the constant,
+            if getattr(sys.modules["mpi4py.MPI"], _PREDEFINED_NAMES[s]) is not self:
+                self._s = None  # and another object for it forgets it
+            return
+        self.Free()
 
     def Disconnect(self) -> None:
         """Waits for the communicator's pending traffic (a barrier), then frees it."""
@@ -470,17 +478,17 @@ class IntraConstructors:
         """Collective over the members of ``group`` only (MPI-3): the id is agreed among
         them, on the parent's collective context with a tag of its own."""
         st = self._st()
-        if group._h is None:
+        if group._obj is None:
             raise Exception(_ERR_GROUP)
-        members = list(group._h.members)
+        members = list(group._obj.members)
         me = st.group[st.rank]
-        if me not in group._h or any(w not in st.group for w in members):
+        if me not in group._obj or any(w not in st.group for w in members):
             raise Exception(_ERR_GROUP)
-        rank = group._h.rank_of(me)
+        rank = group._obj.rank_of(me)
         label = "MPI_Comm_create_group"
         ch = Channel(st.rc, members, rank, st.coll_ctx, _GROUP_TAG_BASE + tag, label)
         cid = run(ch, new_cid(ch))
-        return comm_object("intra", CommState(cid, members, group._h.rank_of(me), st.rc))
+        return comm_object("intra", CommState(cid, members, group._obj.rank_of(me), st.rc))
 
     # -- topologies (``topology``) and intercommunicators (``intercomm``) --------------
     def Create_cart(self, dims, periods=None, reorder: bool = False):

@@ -55,11 +55,21 @@ class Channel:
         self.call = call
 
     @classmethod
-    def of(cls, st, call) -> Channel:
-        """The channel of the next collective on communicator state ``st``."""
-        seq = st.coll_seq
-        st.coll_seq = seq + 1
-        return cls(st.rc, st.ranks, st.rank, st.coll_ctx, seq % _TAG_SPACE, (_label, call, st))
+    def of(cls, st, call, nonblocking: bool = False) -> Channel:
+        """The channel of the next collective on communicator state ``st``. Nonblocking
+        and persistent collectives count apart from blocking ones and take negative tags
+        (below ``ANY_TAG``), as Open MPI's libnbc does next to coll/tuned: a rank may
+        start ``Iallreduce`` and then ``Barrier`` while its peer calls ``Barrier`` first
+        (mpi4py's ``Iagree`` fallback test does), and each still meets its own kind."""
+        if nonblocking:
+            seq = st.nbc_seq
+            st.nbc_seq = seq + 1
+            tag = -2 - seq % _TAG_SPACE
+        else:
+            seq = st.coll_seq
+            st.coll_seq = seq + 1
+            tag = seq % _TAG_SPACE
+        return cls(st.rc, st.ranks, st.rank, st.coll_ctx, tag, (_label, call, st))
 
     def isend(self, data, dest: int):
         return self.pml.isend(

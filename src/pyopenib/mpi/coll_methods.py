@@ -160,7 +160,7 @@ class Collectives:
     def _nonblocking(self, builder, call, *args) -> Request:
         st = self._st()
         schedule = builder(st, *args)
-        ch = Channel.of(st, call)
+        ch = Channel.of(st, call, nonblocking=True)
         return wrap(start(ch, schedule(st, ch)))
 
     def _persistent(self, builder, call, *args) -> Prequest:
@@ -169,7 +169,7 @@ class Collectives:
 
         def begin():
             schedule = builder(st, *args)
-            ch = Channel.of(st, call)
+            ch = Channel.of(st, call, nonblocking=True)
             return start(ch, schedule(st, ch))
 
         return persistent(begin, (_persistent_label, call, st))

@@ -33,18 +33,40 @@ class Comm(
     FaultTolerance,
     metaclass=MpiClass,
 ):
-    """``MPI.Comm``. ``Comm(comm)`` is another object for the same communicator; the
-    point-to-point methods come from ``p2p``, the collectives and constructors from
-    ``coll_methods`` and ``coll_comms``."""
+    """Communication context.
+
+    ``Comm(comm)`` is another object for the same communicator; the point-to-point
+    methods come from ``p2p``, the collectives and constructors from ``coll_methods`` and
+    ``coll_comms``."""
 
     __slots__ = ("_s", "__weakref__")
 
-    def __init__(self, state: Comm | CommState | str | None = None):
-        if isinstance(state, Comm):
-            state = state._s
-        elif state is not None and not isinstance(state, CommState | str):
-            raise TypeError(f"expected Comm, got {type(state).__name__}")
-        self._s = state
+    def __new__(cls, comm: Comm | None = None):
+        """Make another object for ``comm``'s communicator (``None``: the null one).
+
+        As in mpi4py the work is done here, not in ``__init__``, so a program's subclass
+        can define ``__new__`` (dup the argument first, say) and call ``super().__new__``."""
+        if comm is not None and not isinstance(comm, Comm):
+            raise TypeError(f"expected Comm or None, got {type(comm).__name__}")
+        new = object.__new__(cls)
+        new._s = None if comm is None else comm._s
+        if new._s is not None:
+            cls._check_kind(new)
+        return new
+
+    @classmethod
+    def _of(cls, state: CommState | str | None):
+        """Make a ``cls`` object for ``state`` (a name for COMM_WORLD/COMM_SELF).
+
+        It is made as mpi4py makes ``Dup``'s result: ``cls.__new__(cls)`` (a subclass's
+        ``__new__`` runs), then the handle is set."""
+        new = cls.__new__(cls)
+        new._s = state
+        return new
+
+    @classmethod
+    def _check_kind(cls, comm: Comm) -> None:
+        """Raise ``TypeError`` unless ``comm`` (not null) is of this class's kind."""
 
     def _st(self) -> CommState:
         s = self._s
@@ -56,9 +78,11 @@ class Comm(
 
     # -- identity -----------------------------------------------------------------------
     def Get_rank(self) -> int:
+        """Return the rank of this process in the communicator."""
         return self._st().rank
 
     def Get_size(self) -> int:
+        """Return the number of processes in the communicator."""
         return len(self._st().group)
 
     @property
@@ -70,11 +94,13 @@ class Comm(
         return len(self._st().group)
 
     def Get_name(self) -> str:
+        """Return the print name of the communicator."""
         if self._s is None:
             return "MPI_COMM_NULL"
         return self._st().name
 
     def Set_name(self, name: str) -> None:
+        """Set the print name of the communicator."""
         self._st().name = name
 
     @property
@@ -92,8 +118,7 @@ class Comm(
         b = None if other._s is None else other._st()
         return a is b
 
-    def __hash__(self) -> int:
-        return id(self._s)
+    __hash__ = None  # mpi4py's handles are unhashable
 
     def __bool__(self) -> bool:
         return self._s is not None
@@ -102,17 +127,20 @@ class Comm(
         return f"<pyopenib.MPI.{type(self).__name__} {self._s if isinstance(self._s, str) else ''}>"
 
     def Abort(self, errorcode: int = 0):
+        """Terminate the MPI job, with ``errorcode`` as its exit status."""
         st = self._st()
         raise JobAborted(current().rank, errorcode, st.name or "communicator")
 
 
 class Intracomm(IntraCollectives, IntraConstructors, DynamicIntracomm, Comm):
-    """``MPI.Intracomm``: a communicator within one group (prefix reductions,
-    topologies and intercommunicators are built from it)."""
+    """Intracommunicator.
+
+    A communicator within one group: prefix reductions, topologies and
+    intercommunicators are built from it."""
 
     __slots__ = ()
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        if isinstance(comm, Comm) and comm and self._st().inter:
+    @classmethod
+    def _check_kind(cls, comm: Comm) -> None:
+        if comm._st().inter:
             raise TypeError("expecting an intracommunicator")

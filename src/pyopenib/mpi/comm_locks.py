@@ -16,7 +16,7 @@ _TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def comm_lock_table(comm) -> dict:
-    """The lock table of ``comm``'s communicator (shared by every object naming it)."""
+    """Return the lock table of ``comm``'s communicator (every object naming it shares it)."""
     st = comm._st()
     table = _TABLES.get(st)
     if table is None:
@@ -25,6 +25,7 @@ def comm_lock_table(comm) -> dict:
 
 
 def comm_lock(comm, key=None) -> threading.Lock:
+    """Return the lock named ``key`` of ``comm``'s communicator (made on first use)."""
     table = comm_lock_table(comm)
     lock = table.get(key)
     if lock is None:

@@ -62,6 +62,11 @@ class RankContext:
         self.self_comm = None
         self.streams: dict = {}
         self.modules = None  # the rank's RankModules (isolation): its __main__ and copies
+        self.program = None  # what the rank runs (launch.Program)
+        self.on_start = None  # run in the rank before its program (a spawned rank's init)
+        self.jobid = 1  # mpirun's job id: 1 for the launched job, 2... for spawned ones
+        self.appnum = 0  # MPI_APPNUM: which command of its job's spawn the rank runs
+        self.parent = None  # a spawned rank's intercommunicator to its parents (Get_parent)
         self.cpu_scale = 0.0
         self._cpu_mark = 0.0
 

@@ -14,6 +14,9 @@ to the largest alignment of the basic types inside, as a C struct would be.
 
 from __future__ import annotations
 
+import copyreg
+import weakref
+
 import numpy as np
 
 from . import pack as _pack
@@ -141,6 +144,7 @@ class _Handle:
         "_build",
         "_typemap",
         "_dense",
+        "__weakref__",
     )
 
     _next_fid = 100
@@ -371,8 +375,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
             return NotImplemented
         return self._h is not other._h
 
-    def __hash__(self):
-        return hash(self._h.fid)
+    __hash__ = None  # mpi4py's handles are unhashable
 
     def __bool__(self) -> bool:
         return self._h is not _NULL
@@ -386,23 +389,31 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
             canonical = _CANONICAL.get(h.fid)
             if canonical is not None and canonical[0] is self:
                 return canonical[1]
-            return (_copy_of, (canonical[0] if canonical else _NULL_TYPE,))
+            return (copyreg.__newobj__, (type(self), canonical[0] if canonical else _NULL_TYPE))
         base, combiner, params = self.decode()
         return (_datatype_create, (base, combiner, params, True))
 
     @property
     def handle(self) -> int:
-        return self._h.fid if self._h is not _NULL else 0
+        """MPI handle."""
+        h = self._h
+        if h is _NULL:
+            return 0
+        _BY_FID[h.fid] = h
+        return h.fid
 
     @classmethod
     def fromhandle(cls, handle: int) -> Datatype:
+        """Create object from MPI handle."""
         return _from_fid(handle)
 
     def toint(self) -> int:
+        """Translate object to integer handle."""
         return self.handle
 
     @classmethod
     def fromint(cls, arg: int, /) -> Datatype:
+        """Translate integer handle to object."""
         return _from_fid(arg)
 
     def py2f(self) -> int:
@@ -415,11 +426,16 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     def free(self) -> None:
         """Call ``Free`` if not null or predefined."""
         h = self._h
-        if h is not _NULL and not h.predefined:
-            self.Free()
+        if h is _NULL or _CANONICAL.get(h.fid, (None,))[0] is self:
+            return  # null, or a module constant: mpi4py never frees those
+        if h.predefined:
+            self._h = _NULL  # another object for a predefined type forgets it
+            return
+        self.Free()
 
     # -- accessors --------------------------------------------------------------------------
     def Get_size(self) -> int:
+        """Return the number of bytes of data the datatype describes."""
         return self._valid().size
 
     @property
@@ -427,6 +443,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return self._valid().size
 
     def Get_extent(self) -> tuple[int, int]:
+        """Return the lower bound and extent of the datatype."""
         h = self._valid()
         return h.lb, h.extent
 
@@ -443,6 +460,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return self._valid().ub
 
     def Get_true_extent(self) -> tuple[int, int]:
+        """Return the true lower bound and extent of the data."""
         h = self._valid()
         return h.tlb, h.tub - h.tlb
 
@@ -470,6 +488,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     # -- constructors -----------------------------------------------------------------------
     def Dup(self) -> Datatype:
+        """Duplicate the datatype (attributes copied by their copy functions)."""
         old = self._valid()
         h = _Handle(f"Dup {old.name}")
         for attr in _COPIED[:8] + ("dtype",):
@@ -485,6 +504,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     Create_dup = Dup
 
     def Create_contiguous(self, count: int) -> Datatype:
+        """Create a datatype of ``count`` copies of this one, end to end."""
         old = self._valid()
         count = _index(count)
         if count < 0:
@@ -495,8 +515,10 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return _derived(type(self), "CONTIGUOUS", [part], ints=[count], types=[old])
 
     def _large_contiguous(self, old: _Handle, count: int) -> Datatype:
-        """A count beyond an int on an MPI-3.1 library: mpi4py builds a struct of a vector
-        of INT_MAX-blocks and a contiguous remainder (its large-count emulation)."""
+        """Build a contiguous type of a count beyond an int, as mpi4py on MPI 3.1.
+
+        mpi4py builds a struct of a vector of INT_MAX-blocks and a contiguous remainder
+        (its large-count emulation)."""
         q, r = divmod(count, _INT_MAX)
         base = _new(type(self), old)
         qtype = base.Create_vector(q, _INT_MAX, _INT_MAX)
@@ -512,6 +534,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return _derived(type(self), combiner, [part], ints=ints, addrs=addrs, types=[old])
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
+        """Create a vector datatype: blocks spaced by a stride in elements."""
         count, blocklength, stride = _index(count), _index(blocklength), _index(stride)
         ext = self._valid().extent
         return self._vector(
@@ -519,6 +542,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         )
 
     def Create_hvector(self, count: int, blocklength: int, stride: int) -> Datatype:
+        """Create a vector datatype: blocks spaced by a stride in bytes."""
         count, blocklength, stride = _index(count), _index(blocklength), _index(stride)
         return self._vector(count, blocklength, stride, "HVECTOR", [count, blocklength], [stride])
 
@@ -531,17 +555,20 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return _derived(type(self), combiner, [part], ints=ints, addrs=addrs, types=[old])
 
     def Create_indexed(self, blocklengths, displacements) -> Datatype:
+        """Create an indexed datatype: blocks at displacements in elements."""
         lengths = _ints(blocklengths)
         displs = _check_len(displacements, len(lengths))
         ext = self._valid().extent
         return self._indexed(lengths, displs, ext, "INDEXED", [len(lengths), *lengths, *displs], [])
 
     def Create_hindexed(self, blocklengths, displacements) -> Datatype:
+        """Create an indexed datatype: blocks at displacements in bytes."""
         lengths = _ints(blocklengths)
         displs = _check_len(displacements, len(lengths))
         return self._indexed(lengths, displs, 1, "HINDEXED", [len(lengths), *lengths], displs)
 
     def Create_indexed_block(self, blocklength: int, displacements) -> Datatype:
+        """Create an indexed datatype of equal blocks (displacements in elements)."""
         blocklength = _index(blocklength)
         displs = _ints(displacements)
         ext = self._valid().extent
@@ -555,6 +582,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         )
 
     def Create_hindexed_block(self, blocklength: int, displacements) -> Datatype:
+        """Create an indexed datatype of equal blocks (displacements in bytes)."""
         blocklength = _index(blocklength)
         displs = _ints(displacements)
         return self._indexed(
@@ -568,6 +596,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     @classmethod
     def Create_struct(cls, blocklengths, displacements, datatypes) -> Datatype:
+        """Create a general composite (struct) datatype."""
         lengths = _ints(blocklengths)
         n = len(lengths)
         displs = _check_len(displacements, n)
@@ -587,6 +616,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return _derived(cls, "STRUCT", parts, ints=[n, *lengths], addrs=displs, types=handles)
 
     def Create_subarray(self, sizes, subsizes, starts, order: int = ORDER_C) -> Datatype:
+        """Create a datatype for a subarray of a multidimensional array."""
         old = self._valid()
         sizes = _ints(sizes)
         nd = len(sizes)
@@ -605,6 +635,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     def Create_darray(
         self, size, rank, gsizes, distribs, dargs, psizes, order: int = ORDER_C
     ) -> Datatype:
+        """Create a datatype for a block of a distributed array."""
         old = self._valid()
         size, rank = _index(size), _index(rank)
         gsizes = _ints(gsizes)
@@ -645,6 +676,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return dt
 
     def Create_resized(self, lb: int, extent: int) -> Datatype:
+        """Create a datatype with a new lower bound and extent."""
         old = self._valid()
         lb, extent = _index(lb), _index(extent)
         h = _Handle("")
@@ -660,6 +692,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     @classmethod
     def Get_value_index(cls, value: Datatype, index: Datatype) -> Datatype:
+        """Return the predefined pair datatype for a value and an index type."""
         value._valid()
         index._valid()
         if index._h is DATATYPES["INT"]._h:
@@ -671,6 +704,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     # -- Fortran parametrized types ----------------------------------------------------------
     @classmethod
     def Create_f90_integer(cls, r: int) -> Datatype:
+        """Return the Fortran 90 integer datatype of ``r`` decimal digits."""
         r = _index(r)
         for limit, attr in ((2, "SIGNED_CHAR"), (4, "SHORT"), (9, "INT"), (18, "LONG")):
             if r <= limit:
@@ -679,14 +713,17 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     @classmethod
     def Create_f90_real(cls, p: int, r: int) -> Datatype:
+        """Return the Fortran 90 real datatype of precision ``p`` and range ``r``."""
         return _new(cls, _f90_float("F90_REAL", _index(p), _index(r), "f"))
 
     @classmethod
     def Create_f90_complex(cls, p: int, r: int) -> Datatype:
+        """Return the Fortran 90 complex datatype of precision ``p`` and range ``r``."""
         return _new(cls, _f90_float("F90_COMPLEX", _index(p), _index(r), "c"))
 
     @classmethod
     def Match_size(cls, typeclass: int, size: int) -> Datatype:
+        """Return the predefined datatype of a type class and a size in bytes."""
         found = _MATCH_SIZE.get((_index(typeclass), _index(size)))
         if found is None:
             raise _err(_ERR_ARG)
@@ -694,10 +731,12 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     # -- use --------------------------------------------------------------------------------
     def Commit(self) -> Datatype:
+        """Commit the datatype, so communication may use it."""
         self._valid().committed = True
         return self
 
     def Free(self) -> None:
+        """Free the datatype (this object becomes ``DATATYPE_NULL``)."""
         h = self._valid()
         if h.predefined:
             raise _err(_ERR_TYPE)
@@ -706,6 +745,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     # -- decoding ---------------------------------------------------------------------------
     def Get_envelope(self) -> tuple[int, int, int, int, int]:
+        """Return the counts of the arguments that built the datatype, and its combiner."""
         h = self._valid()
         return len(h.ints), len(h.addrs), len(h.counts), len(h.types), h.combiner
 
@@ -716,6 +756,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     Get_envelope_c = Get_envelope
 
     def Get_contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
+        """Return the arguments that built the datatype."""
         h = self._valid()
         if h.combiner == _NAMED:
             raise _err(_ERR_ARG)
@@ -743,6 +784,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return self._valid().predefined
 
     def decode(self) -> tuple[Datatype, str, dict]:
+        """Return the base datatype, the combiner and the arguments that built it."""
         h = self._valid()
         name = _COMBINER_NAMES[h.combiner]
         if h.combiner == _NAMED:
@@ -797,12 +839,14 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     # -- packing ----------------------------------------------------------------------------
     def Pack(self, inbuf, outbuf, position: int, comm) -> int:
+        """Pack ``inbuf`` into ``outbuf`` at ``position``; return the new position."""
         h = self._valid()
         src = _pack.raw_bytes(inbuf)
         count = len(src) // h.extent if h.extent > 0 else 0
         return _put(outbuf, _index(position), _pack.gather(src, 0, count, h))
 
     def Unpack(self, inbuf, position: int, outbuf, comm) -> int:
+        """Unpack ``inbuf`` from ``position`` into ``outbuf``; return the new position."""
         h = self._valid()
         dst = _pack.raw_bytes(outbuf, writable=True)
         count = len(dst) // h.extent if h.extent > 0 else 0
@@ -812,11 +856,13 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return position + len(stream)
 
     def Pack_size(self, count: int, comm) -> int:
+        """Return an upper bound of the bytes ``Pack`` needs for ``count`` items."""
         return _index(count) * self._valid().size
 
     Pack_size_c = Pack_size
 
     def Pack_external(self, datarep: str, inbuf, outbuf, position: int) -> int:
+        """Pack into ``outbuf`` in a portable data representation (``external32``)."""
         h = self._valid()
         _check_datarep(datarep)
         src = _pack.raw_bytes(inbuf)
@@ -825,6 +871,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return _put(outbuf, _index(position), packed)
 
     def Unpack_external(self, datarep: str, inbuf, position: int, outbuf) -> int:
+        """Unpack from a portable data representation (``external32``)."""
         h = self._valid()
         _check_datarep(datarep)
         dst = _pack.raw_bytes(outbuf, writable=True)
@@ -835,6 +882,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return position + len(stream)
 
     def Pack_external_size(self, datarep: str, count: int) -> int:
+        """Return the bytes ``Pack_external`` needs for ``count`` items."""
         _check_datarep(datarep)
         return _index(count) * self._valid().size
 
@@ -847,9 +895,11 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return nbytes // size if nbytes % size == 0 else UNDEFINED
 
     def _elements_of(self, nbytes: int) -> int:
-        """Basic elements in ``nbytes`` of packed data, or UNDEFINED when the data ends
-        inside an element. Open MPI counts a predefined type as one element (a pair type
-        too) but the value and the index of a pair inside a derived type as two."""
+        """Count the basic elements in ``nbytes`` of packed data.
+
+        UNDEFINED when the data ends inside an element. Open MPI counts a predefined type
+        as one element (a pair type too) but the value and the index of a pair inside a
+        derived type as two."""
         h = self._valid()
         if h.size == 0:
             return 0
@@ -865,6 +915,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     # -- naming -----------------------------------------------------------------------------
     def Get_name(self) -> str:
+        """Return the print name of the datatype."""
         h = self._h
         if h is _NULL:
             return "MPI_DATATYPE_NULL"
@@ -873,6 +924,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         return h.name
 
     def Set_name(self, name: str) -> None:
+        """Set the print name of the datatype."""
         self._valid().name = str(name)
 
     @property
@@ -885,6 +937,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     # -- Python/NumPy interoperability ------------------------------------------------------
     def tocode(self) -> str:
+        """Return the type code (``'i'``, ``'d'``...) of a predefined datatype."""
         code = _codes(self._h)[2]
         if code is None:
             raise ValueError("cannot map to character code or type string")
@@ -892,6 +945,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     @classmethod
     def fromcode(cls, code: str) -> Datatype:
+        """Return the predefined datatype of a type code (``'i'``, ``'d'``...)."""
         try:
             return TYPEDICT[code]
         except (KeyError, TypeError):
@@ -919,10 +973,6 @@ def _codes(h: _Handle) -> tuple[str | None, str | None, str | None]:
     while h.combiner == COMBINERS["DUP"]:
         h = h.types[0]
     return h.char, h.tstr, h.code
-
-
-def _copy_of(datatype: Datatype) -> Datatype:
-    return Datatype(datatype)
 
 
 _COPIED = (
@@ -956,8 +1006,9 @@ def _contents_ref(h: _Handle) -> Datatype:
 
 
 def _datatype_create(datatype: Datatype, combiner: str, params: dict, free: bool = False):
-    """Create a datatype from base datatype, combiner name and parameters (mpi4py's
-    pickling path: ``decode()`` then this)."""
+    """Create a datatype from base datatype, combiner name and parameters.
+
+    This is mpi4py's pickling path: ``decode()``, then this."""
     combiner = combiner.lower()
     factory = getattr(datatype, f"Create_{combiner}")
     newtype = factory(**params).Commit()
@@ -1130,7 +1181,9 @@ _NULL_TYPE = _new(Datatype, _NULL)
 DATATYPES: dict[str, Datatype] = {"DATATYPE_NULL": _NULL_TYPE}
 """Every predefined datatype of ``mpi4py.MPI`` by attribute name (aliases included)."""
 _CANONICAL: dict[int, tuple[Datatype, str]] = {0: (_NULL_TYPE, "DATATYPE_NULL")}
-_BY_FID: dict = {}
+_BY_FID: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+"""Datatype objects by integer handle: the predefined ones, and each other one once a
+program has asked for its handle (``fromhandle`` maps it back while the type lives)."""
 
 
 def _predefined(mpi_name: str, dtype, char, tstr, code) -> _Handle:

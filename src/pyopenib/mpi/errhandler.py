@@ -82,22 +82,19 @@ class Errhandler(HandleObject):
     __slots__ = ()
     _constants: dict = {}
     _null_name = "ERRHANDLER_NULL"
+    _first_fint = 3
+    _free_predefined = True
 
     def Free(self) -> None:
-        """Free the handler; this object becomes ``ERRHANDLER_NULL`` (a module constant
-        stays as it is, as mpi4py never frees those)."""
+        """Free the error handler (this object becomes ``ERRHANDLER_NULL``).
+
+        A module constant stays as it is, as mpi4py never frees those."""
         obj = self._obj
         if obj is None:
             raise Exception(_ERR_ARG)
-        if self._constants.get(obj.predefined) is self:
+        if self._is_constant():
             return
         self._obj = None
-
-    def free(self) -> None:
-        """``Free`` unless null or a module constant."""
-        obj = self._obj
-        if obj is not None and obj.predefined is None:
-            self.Free()
 
     def __repr__(self) -> str:
         obj = self._obj
@@ -108,9 +105,9 @@ class Errhandler(HandleObject):
 Errhandler.__module__ = "mpi4py.MPI"
 
 ERRHANDLER_NULL = Errhandler._predefine("ERRHANDLER_NULL", None)
-ERRORS_RETURN = Errhandler._predefine("ERRORS_RETURN", ErrhandlerObject("return"))
-ERRORS_ARE_FATAL = Errhandler._predefine("ERRORS_ARE_FATAL", ErrhandlerObject("fatal"))
-ERRORS_ABORT = Errhandler._predefine("ERRORS_ABORT", ErrhandlerObject("abort"))
+ERRORS_RETURN = Errhandler._predefine("ERRORS_RETURN", ErrhandlerObject("return"), fint=2)
+ERRORS_ARE_FATAL = Errhandler._predefine("ERRORS_ARE_FATAL", ErrhandlerObject("fatal"), fint=1)
+ERRORS_ABORT = Errhandler._predefine("ERRORS_ABORT", ErrhandlerObject("abort"), fint=-1)
 _RETURN = ERRORS_RETURN._obj
 _HANDLER_NAMES = {"fatal": "MPI_ERRORS_ARE_FATAL", "abort": "MPI_ERRORS_ABORT"}
 

@@ -207,11 +207,10 @@ def error_string(errorcode: int) -> str:
 
 
 class Exception(RuntimeError, metaclass=MpiClass):  # noqa: A001 - mpi4py's name
-    """``MPI.Exception``: an MPI error code; ``str()`` is Open MPI's error string.
+    """Exception class: an MPI error code; ``str()`` is Open MPI's error string.
 
     Compares, hashes and converts as the int code (mpi4py's semantics); a negative code
-    becomes ``MPI_ERR_UNKNOWN``.
-    """
+    becomes ``MPI_ERR_UNKNOWN``."""
 
     def __init__(self, ierr: int = 0, /):
         ierr = int(ierr)
@@ -254,12 +253,15 @@ class Exception(RuntimeError, metaclass=MpiClass):  # noqa: A001 - mpi4py's name
         return self.Get_error_string()
 
     def Get_error_code(self) -> int:
+        """Return the error code."""
         return self.args[0]
 
     def Get_error_class(self) -> int:
+        """Return the error class of the error code."""
         return error_class(self.args[0])
 
     def Get_error_string(self) -> str:
+        """Return the error string of the error code."""
         return error_string(self.args[0])
 
     @property
@@ -314,7 +316,7 @@ def _mpi41(name: str):
         )
 
     missing.__name__ = name
-    missing.__doc__ = f"``MPI_{name}`` (MPI-4.1): not in Open MPI 4.1, as with real mpi4py."
+    missing.__doc__ = f"Raise ``NotImplementedError``: MPI_{name} is MPI-4.1, not in Open MPI 4.1."
     return missing
 
 

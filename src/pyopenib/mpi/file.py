@@ -43,10 +43,10 @@ from .constants import IO_MODES
 from .datatypes import DATATYPES
 from .errhandler import RoutedErrors
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .info import Info
 from .request import completed_request
 from .status import ANY_SOURCE, ANY_TAG
-from .surface import MpiClass
 
 __all__ = ["FILE_NULL", "File", "IO_LATENCY_PS", "IO_PS_PER_BYTE", "NAMES"]
 
@@ -183,10 +183,11 @@ class _View:
         return stream // self.etype.size
 
 
-class FileState:
+class FileState(MpiObject):
     """One rank's open file: descriptor, communicator, view, pointers, pending split."""
 
     def __init__(self, comm, fd: int, path: str, amode: int, shared: _SharedPointer, info):
+        super().__init__()
         self.comm = comm
         self.st = comm._st()
         self.rc = self.st.rc
@@ -221,56 +222,35 @@ class _NullFile:
 _NULL_FILE = _NullFile()
 
 
-class File(RoutedErrors, metaclass=MpiClass):
-    """``MPI.File``. ``File()`` is the null file handle."""
+class File(RoutedErrors, HandleObject):
+    """File I/O context."""
 
-    __slots__ = ("_f", "__weakref__")
+    __slots__ = ()
     __module__ = "mpi4py.MPI"
+    _constants: dict = {}
+    _null_name = "FILE_NULL"
     _errh_kind = "File"
     _errh_noun = "file"
 
     def _errh_state(self):
-        return _NULL_FILE if self._f is None else self._f
-
-    def __init__(self, file: File | None = None):
-        if file is None:
-            self._f = None
-        elif isinstance(file, File):
-            self._f = file._f
-        else:
-            raise TypeError(f"File() argument must be File, not {type(file).__name__}")
+        return _NULL_FILE if self._obj is None else self._obj
 
     def _s(self) -> FileState:
-        f = self._f
+        f = self._obj
         if f is None:
             raise _error("ERR_FILE")
         return f
 
-    def __eq__(self, other):
-        if not isinstance(other, File):
-            return NotImplemented
-        return self._f is other._f
-
-    def __ne__(self, other):
-        if not isinstance(other, File):
-            return NotImplemented
-        return self._f is not other._f
-
-    def __hash__(self) -> int:
-        return id(self._f)
-
-    def __bool__(self) -> bool:
-        return self._f is not None
-
-    def __reduce__(self):
-        raise ValueError(f"cannot serialize '{self!r}' instance")
+    def _release(self) -> None:
+        self.Close()
 
     def __repr__(self) -> str:
-        return "<mpi4py.MPI.File MPI_FILE_NULL>" if self._f is None else "<mpi4py.MPI.File>"
+        return "<mpi4py.MPI.File MPI_FILE_NULL>" if self._obj is None else "<mpi4py.MPI.File>"
 
     # -- opening and closing ------------------------------------------------------------
     @classmethod
     def Open(cls, comm, filename, amode: int = _RDONLY, info=None) -> File:
+        """Open a file collectively over ``comm``."""
         if not isinstance(comm, Comm) or not comm:
             raise _error("ERR_COMM")
         _check_amode(amode)
@@ -301,7 +281,7 @@ class File(RoutedErrors, metaclass=MpiClass):
                 shared.value = end
         _charge(state.rc, 0)
         f = cls.__new__(cls)
-        f._f = state
+        f._obj = state
         return f
 
     def Close(self) -> None:
@@ -318,14 +298,11 @@ class File(RoutedErrors, metaclass=MpiClass):
                     raise _error(_os_error(exc)) from None
         f.comm.Barrier()
         f.comm.Free()
-        self._f = None
-
-    def free(self) -> None:
-        if self._f is not None:
-            self.Close()
+        self._obj = None
 
     @classmethod
     def Delete(cls, filename, info=None) -> None:
+        """Delete a file."""
         try:
             os.remove(_path(filename))
         except OSError as exc:
@@ -333,6 +310,7 @@ class File(RoutedErrors, metaclass=MpiClass):
 
     # -- size, mode, group, info --------------------------------------------------------
     def Get_size(self) -> int:
+        """Return the size of the file in bytes."""
         return os.fstat(self._s().fd).st_size
 
     @property
@@ -360,6 +338,7 @@ class File(RoutedErrors, metaclass=MpiClass):
         f.comm.Barrier()
 
     def Get_amode(self) -> int:
+        """Return the access mode the file was opened with."""
         return self._s().amode
 
     @property
@@ -367,6 +346,7 @@ class File(RoutedErrors, metaclass=MpiClass):
         return self.Get_amode()
 
     def Get_group(self):
+        """Return the group of processes that opened the file."""
         return self._s().comm.Get_group()
 
     @property
@@ -382,9 +362,11 @@ class File(RoutedErrors, metaclass=MpiClass):
         return self._s().st.rank
 
     def Set_info(self, info) -> None:
+        """Set new values of the file's hints."""
         self._s().info = info
 
     def Get_info(self):
+        """Return the hints in use for the file."""
         info = self._s().info
         return info.Dup() if info else Info.Create()
 
@@ -397,9 +379,11 @@ class File(RoutedErrors, metaclass=MpiClass):
         self.Set_info(value)
 
     def Set_atomicity(self, flag: bool) -> None:
+        """Set the atomicity mode of the file (collective)."""
         self._s().atomicity = bool(flag)
 
     def Get_atomicity(self) -> bool:
+        """Return the atomicity mode of the file."""
         return self._s().atomicity
 
     @property
@@ -411,10 +395,11 @@ class File(RoutedErrors, metaclass=MpiClass):
         self.Set_atomicity(value)
 
     def Sync(self) -> None:
-        """What this rank wrote becomes visible to every rank: it already is, the ranks
-        share one host's page cache, so only the simulated cost of the flush is charged.
-        OMPIO also ``fsync``s for durability across a crash, which no program can observe
-        here (and which costs the host milliseconds per call)."""
+        """Make what this rank wrote visible to every rank.
+
+        It already is: the ranks share one host's page cache, so only the simulated cost
+        of the flush is charged. OMPIO also ``fsync``s for durability across a crash,
+        which no program can observe here (and which costs the host milliseconds)."""
         f = self._s()
         _charge(f.rc, 0)
 
@@ -425,6 +410,7 @@ class File(RoutedErrors, metaclass=MpiClass):
 
     # -- views --------------------------------------------------------------------------
     def Set_view(self, disp: int = 0, etype=_BYTE, filetype=None, datarep="native", info=None):
+        """Set the file view: displacement, elementary type, filetype, representation."""
         f = self._s()
         filetype = etype if filetype is None else filetype
         datarep = datarep or "native"
@@ -446,12 +432,14 @@ class File(RoutedErrors, metaclass=MpiClass):
             f.info = info
 
     def Get_view(self):
+        """Return the file view: displacement, elementary type, filetype, representation."""
         v = self._s().view
         et = v.etype if v.etype.is_predefined else v.etype.Dup()
         ft = v.filetype if v.filetype.is_predefined else v.filetype.Dup()
         return v.disp, et, ft, v.datarep
 
     def Get_byte_offset(self, offset: int) -> int:
+        """Return the absolute byte position of a view-relative offset."""
         return self._s().view.byte_offset(offset)
 
     # -- the data movement --------------------------------------------------------------
@@ -471,8 +459,9 @@ class File(RoutedErrors, metaclass=MpiClass):
         return pos
 
     def _read(self, f: FileState, offset: int, buf) -> int:
-        """Read into ``buf`` from etype ``offset`` of the view; returns the bytes read
-        (fewer than asked at the end of the file)."""
+        """Read into ``buf`` from etype ``offset`` of the view; return the bytes read.
+
+        They are fewer than asked at the end of the file."""
         if f.amode & _WRONLY:
             raise _error("ERR_ACCESS")
         msg = message(buf, writable=True)
@@ -498,21 +487,27 @@ class File(RoutedErrors, metaclass=MpiClass):
 
     # explicit offsets
     def Read_at(self, offset: int, buf, status=None) -> None:
+        """Read at an explicit offset."""
         _fill(status, self._read(self._s(), offset, buf))
 
     def Write_at(self, offset: int, buf, status=None) -> None:
+        """Write at an explicit offset."""
         _fill(status, self._write(self._s(), offset, buf))
 
     def Read_at_all(self, offset: int, buf, status=None) -> None:
+        """Read at an explicit offset (collective)."""
         self.Read_at(offset, buf, status)
 
     def Write_at_all(self, offset: int, buf, status=None) -> None:
+        """Write at an explicit offset (collective)."""
         self.Write_at(offset, buf, status)
 
     def Iread_at(self, offset: int, buf):
+        """Start a nonblocking read at an explicit offset."""
         return completed_request(_fields(self._read(self._s(), offset, buf)))
 
     def Iwrite_at(self, offset: int, buf):
+        """Start a nonblocking write at an explicit offset."""
         return completed_request(_fields(self._write(self._s(), offset, buf)))
 
     Iread_at_all = Iread_at
@@ -532,24 +527,29 @@ class File(RoutedErrors, metaclass=MpiClass):
         return n
 
     def Read(self, buf, status=None) -> None:
+        """Read at the individual file pointer."""
         _fill(status, self._read_here(buf))
 
     def Write(self, buf, status=None) -> None:
+        """Write at the individual file pointer."""
         _fill(status, self._write_here(buf))
 
     Read_all = Read
     Write_all = Write
 
     def Iread(self, buf):
+        """Start a nonblocking read at the individual file pointer."""
         return completed_request(_fields(self._read_here(buf)))
 
     def Iwrite(self, buf):
+        """Start a nonblocking write at the individual file pointer."""
         return completed_request(_fields(self._write_here(buf)))
 
     Iread_all = Iread
     Iwrite_all = Iwrite
 
     def Seek(self, offset: int, whence: int = SEEK_SET) -> None:
+        """Move the individual file pointer."""
         f = self._s()
         f.position = self._seek(f, f.position, offset, whence)
 
@@ -567,6 +567,7 @@ class File(RoutedErrors, metaclass=MpiClass):
         return new
 
     def Get_position(self) -> int:
+        """Return the individual file pointer, in etypes of the view."""
         return self._s().position
 
     # shared file pointer
@@ -579,20 +580,26 @@ class File(RoutedErrors, metaclass=MpiClass):
         return self._write(f, f.shared.fetch_add(self._requested(f, buf, False)), buf)
 
     def Read_shared(self, buf, status=None) -> None:
+        """Read at the shared file pointer."""
         _fill(status, self._read_shared(buf))
 
     def Write_shared(self, buf, status=None) -> None:
+        """Write at the shared file pointer."""
         _fill(status, self._write_shared(buf))
 
     def Iread_shared(self, buf):
+        """Start a nonblocking read at the shared file pointer."""
         return completed_request(_fields(self._read_shared(buf)))
 
     def Iwrite_shared(self, buf):
+        """Start a nonblocking write at the shared file pointer."""
         return completed_request(_fields(self._write_shared(buf)))
 
     def _ordered_offset(self, f: FileState, etypes: int) -> int:
-        """Collective: this rank's etype offset for an ordered access (rank order from
-        the shared pointer), the pointer moved past everyone's data."""
+        """Return this rank's etype offset for an ordered access (collective).
+
+        Ranks follow each other from the shared pointer, which moves past everyone's
+        data."""
         counts = f.comm.allgather(etypes)
         base = f.comm.bcast(f.shared.value if f.st.rank == 0 else None, root=0)
         if f.st.rank == 0:
@@ -609,9 +616,11 @@ class File(RoutedErrors, metaclass=MpiClass):
         return self._write(f, self._ordered_offset(f, self._requested(f, buf, False)), buf)
 
     def Read_ordered(self, buf, status=None) -> None:
+        """Read at the shared file pointer, in rank order (collective)."""
         _fill(status, self._read_ordered(buf))
 
     def Write_ordered(self, buf, status=None) -> None:
+        """Write at the shared file pointer, in rank order (collective)."""
         _fill(status, self._write_ordered(buf))
 
     def Seek_shared(self, offset: int, whence: int = SEEK_SET) -> None:
@@ -623,11 +632,12 @@ class File(RoutedErrors, metaclass=MpiClass):
         f.comm.Barrier()
 
     def Get_position_shared(self) -> int:
+        """Return the shared file pointer, in etypes of the view."""
         return self._s().shared.value
 
     # split collectives: the access happens in ``_begin``, ``_end`` reports it
     def _begin(self, call: str, nbytes: int) -> None:
-        f = self._f
+        f = self._obj
         if f.split is not None:
             raise _error("ERR_OTHER")
         f.split = (call, nbytes)
@@ -646,52 +656,58 @@ class File(RoutedErrors, metaclass=MpiClass):
         return f
 
     def Read_at_all_begin(self, offset: int, buf) -> None:
+        """Start a split collective read at an explicit offset."""
         f = self._check_no_split()
         self._begin("read_at_all", self._read(f, offset, buf))
 
     def Read_at_all_end(self, buf, status=None) -> None:
+        """Complete a split collective read at an explicit offset."""
         self._end("read_at_all", status)
 
     def Write_at_all_begin(self, offset: int, buf) -> None:
+        """Start a split collective write at an explicit offset."""
         f = self._check_no_split()
         self._begin("write_at_all", self._write(f, offset, buf))
 
     def Write_at_all_end(self, buf, status=None) -> None:
+        """Complete a split collective write at an explicit offset."""
         self._end("write_at_all", status)
 
     def Read_all_begin(self, buf) -> None:
+        """Start a split collective read at the individual file pointer."""
         self._check_no_split()
         self._begin("read_all", self._read_here(buf))
 
     def Read_all_end(self, buf, status=None) -> None:
+        """Complete a split collective read at the individual file pointer."""
         self._end("read_all", status)
 
     def Write_all_begin(self, buf) -> None:
+        """Start a split collective write at the individual file pointer."""
         self._check_no_split()
         self._begin("write_all", self._write_here(buf))
 
     def Write_all_end(self, buf, status=None) -> None:
+        """Complete a split collective write at the individual file pointer."""
         self._end("write_all", status)
 
     def Read_ordered_begin(self, buf) -> None:
+        """Start a split collective read in rank order."""
         self._check_no_split()
         self._begin("read_ordered", self._read_ordered(buf))
 
     def Read_ordered_end(self, buf, status=None) -> None:
+        """Complete a split collective read in rank order."""
         self._end("read_ordered", status)
 
     def Write_ordered_begin(self, buf) -> None:
+        """Start a split collective write in rank order."""
         self._check_no_split()
         self._begin("write_ordered", self._write_ordered(buf))
 
     def Write_ordered_end(self, buf, status=None) -> None:
+        """Complete a split collective write in rank order."""
         self._end("write_ordered", status)
-
-    # -- handles ------------------------------------------------------------------------
-    def toint(self) -> int:
-        return 0 if self._f is None else id(self._f)
-
-    py2f = toint
 
 
 def _open(path: str, amode: int, first: bool) -> tuple[int, str | None]:
@@ -712,7 +728,7 @@ def _fill(status, nbytes: int) -> None:
         status._fill(*_fields(nbytes))
 
 
-FILE_NULL = File()
+FILE_NULL = File._predefine("FILE_NULL", None)
 
 NAMES = {"File": File, "FILE_NULL": FILE_NULL}
 """What ``mpi4py.MPI`` exports from this module (its constants come from ``constants``)."""

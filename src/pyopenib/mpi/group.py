@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from . import context
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .status import PROC_NULL, UNDEFINED
-from .surface import MpiClass
 
 __all__ = [
     "CONGRUENT",
@@ -34,12 +34,13 @@ _ERR_RANK = ERROR_CLASSES["ERR_RANK"][0]
 _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
 
 
-class GroupHandle:
+class GroupHandle(MpiObject):
     """The members of a group (world ranks, in group order)."""
 
     __slots__ = ("members", "_index")
 
     def __init__(self, members):
+        super().__init__()
         self.members = tuple(members)
         self._index = {w: i for i, w in enumerate(self.members)}
 
@@ -68,64 +69,30 @@ def compare_members(a, b) -> int:
     return UNEQUAL
 
 
-class Group(metaclass=MpiClass):
-    """``MPI.Group``. ``Group()`` is a null group; ``Group(g)`` another object for g's handle."""
+class Group(HandleObject):
+    """Group of processes."""
 
-    __slots__ = ("_h", "__weakref__")
+    __slots__ = ()
     __module__ = "mpi4py.MPI"  # pickle finds GROUP_EMPTY/GROUP_NULL as ``mpi4py.MPI.<NAME>``
-
-    def __init__(self, group: Group | None = None):
-        if group is None:
-            self._h = None
-        elif isinstance(group, Group):
-            self._h = group._h
-        else:
-            raise TypeError(f"Group() argument must be Group, not {type(group).__name__}")
+    _constants: dict = {}
+    _null_name = "GROUP_NULL"
+    _first_fint = 2
 
     @classmethod
     def _of(cls, handle: GroupHandle | None) -> Group:
-        g = cls.__new__(cls)
-        g._h = handle
-        return g
+        return cls._wrap(handle)
 
     def _members(self) -> tuple:
-        if self._h is None:
+        if self._obj is None:
             raise Exception(_ERR_GROUP)
-        return self._h.members
-
-    # -- identity -----------------------------------------------------------------------
-    def __eq__(self, other):
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._h is other._h
-
-    def __ne__(self, other):
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._h is not other._h
-
-    def __hash__(self) -> int:
-        return id(self._h)
-
-    def __bool__(self) -> bool:
-        return self._h is not None
+        return self._obj.members
 
     def __repr__(self) -> str:
-        return f"<mpi4py.MPI.Group {list(self._h.members) if self._h else 'NULL'}>"
-
-    def __reduce__(self):
-        if self is GROUP_EMPTY:
-            return "GROUP_EMPTY"
-        if self is GROUP_NULL:
-            return "GROUP_NULL"
-        if self._h is _EMPTY:
-            return (Group, (GROUP_EMPTY,))
-        if self._h is None:
-            return (Group, (GROUP_NULL,))
-        raise ValueError("cannot serialize 'mpi4py.MPI.Group' instance")
+        return f"<mpi4py.MPI.Group {list(self._obj.members) if self._obj else 'NULL'}>"
 
     # -- accessors ----------------------------------------------------------------------
     def Get_size(self) -> int:
+        """Return the number of processes in the group."""
         return len(self._members())
 
     @property
@@ -133,24 +100,26 @@ class Group(metaclass=MpiClass):
         return self.Get_size()
 
     def Get_rank(self) -> int:
+        """Return the rank of this process in the group (``UNDEFINED`` if not in it)."""
         members = self._members()
         if not members:
             return UNDEFINED
-        return self._h.rank_of(context.current().rank)
+        return self._obj.rank_of(context.current().rank)
 
     @property
     def rank(self) -> int:
         return self.Get_rank()
 
     def Translate_ranks(self, ranks=None, group: Group | None = None) -> list[int]:
-        """Ranks of this group as ranks of ``group`` (default: ``COMM_WORLD``'s group):
+        """Translate ranks of this group to ranks of ``group`` (default: COMM_WORLD's).
+
         UNDEFINED for a process not in it, or for a rank past this group's end, and for
         every rank when ``group`` is empty; PROC_NULL stays PROC_NULL (Open MPI 4.1; a
         negative rank, on which Open MPI crashes, is MPI_ERR_RANK)."""
         members = self._members()
         if ranks is None:
             ranks = range(len(members))
-        other = group._h if group is not None else None
+        other = group._obj if group is not None else None
         if group is not None and other is None:
             raise Exception(_ERR_GROUP)
         out = []
@@ -170,20 +139,24 @@ class Group(metaclass=MpiClass):
         return out
 
     def Compare(self, group: Group) -> int:
+        """Compare two groups: ``IDENT``, ``SIMILAR`` or ``UNEQUAL``."""
         return compare_members(self._members(), group._members())
 
     # -- constructors -------------------------------------------------------------------
     def Dup(self) -> Group:
+        """Duplicate the group."""
         return type(self)._of(_handle(self._members()))
 
     @classmethod
     def Union(cls, group1: Group, group2: Group) -> Group:
+        """Create the union of two groups."""
         a, b = group1._members(), group2._members()
         seen = set(a)
         return cls._of(_handle(a + tuple(w for w in b if w not in seen)))
 
     @classmethod
     def Intersection(cls, group1: Group, group2: Group) -> Group:
+        """Create the intersection of two groups."""
         b = set(group2._members())
         return cls._of(_handle(w for w in group1._members() if w in b))
 
@@ -191,13 +164,15 @@ class Group(metaclass=MpiClass):
 
     @classmethod
     def Difference(cls, group1: Group, group2: Group) -> Group:
+        """Create the difference of two groups."""
         b = set(group2._members())
         return cls._of(_handle(w for w in group1._members() if w not in b))
 
     def _check_ranks(self, ranks) -> list[int]:
-        """Open MPI 4.1 checks that the ranks are in range and no more than the group's
-        size (MPI_ERR_RANK); a rank named twice is accepted (Incl repeats the process,
-        Excl excludes it once)."""
+        """Check ``ranks`` as Open MPI 4.1 does for ``Incl``/``Excl``.
+
+        They must be in range and no more than the group's size (MPI_ERR_RANK); a rank
+        named twice is accepted (Incl repeats the process, Excl excludes it once)."""
         n = len(self._members())
         ranks = [int(r) for r in ranks]
         if len(ranks) > n or any(not 0 <= r < n for r in ranks):
@@ -205,10 +180,12 @@ class Group(metaclass=MpiClass):
         return ranks
 
     def Incl(self, ranks) -> Group:
+        """Create a group of the processes at ``ranks`` of this one."""
         members = self._members()
         return type(self)._of(_handle(members[r] for r in self._check_ranks(ranks)))
 
     def Excl(self, ranks) -> Group:
+        """Create a group of the processes not at ``ranks`` of this one."""
         drop = set(self._check_ranks(ranks))
         return type(self)._of(_handle(w for i, w in enumerate(self._members()) if i not in drop))
 
@@ -227,9 +204,11 @@ class Group(metaclass=MpiClass):
         return self._check_ranks(out)
 
     def Range_incl(self, ranks) -> Group:
+        """Create a group of the processes in ranges of ranks of this one."""
         return self.Incl(self._expand(ranks))
 
     def Range_excl(self, ranks) -> Group:
+        """Create a group of the processes outside ranges of ranks of this one."""
         return self.Excl(self._expand(ranks))
 
     @classmethod
@@ -242,30 +221,16 @@ class Group(metaclass=MpiClass):
             return cls._of(_handle((ctx.rank,)))
         raise Exception(_ERR_ARG)
 
-    # -- destructor and handles ---------------------------------------------------------
+    # -- destructor ---------------------------------------------------------------------
     def Free(self) -> None:
-        if self._h is None or self is GROUP_EMPTY:
+        """Free the group (this object becomes ``GROUP_NULL``)."""
+        if self._obj is None or self._is_constant():
             raise Exception(_ERR_GROUP)
-        self._h = None
-
-    def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        if self._h is not None and self is not GROUP_EMPTY:
-            self._h = None
-
-    def toint(self) -> int:
-        h = self._h
-        return 0 if h is None else 1 if h is _EMPTY else id(h)
-
-    py2f = toint
-
-    @property
-    def handle(self) -> int:
-        return self.toint()
+        self._obj = None
 
 
-GROUP_NULL = Group._of(None)
-GROUP_EMPTY = Group._of(_EMPTY)
+GROUP_NULL = Group._predefine("GROUP_NULL", None)
+GROUP_EMPTY = Group._predefine("GROUP_EMPTY", _EMPTY, fint=1)
 
 
 def group_of(members) -> Group:

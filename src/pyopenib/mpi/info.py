@@ -82,6 +82,7 @@ class Info(HandleObject):
     __slots__ = ()
     _constants: dict = {}
     _null_name = "INFO_NULL"
+    _first_fint = 2
 
     def _table(self) -> dict[str, str]:
         obj = self._obj
@@ -94,7 +95,7 @@ class Info(HandleObject):
         obj = self._obj
         return {} if obj is None else obj.table()
 
-    def _reduce_user(self):
+    def _reduce_created(self):
         return (type(self).Create, (self.items(),))
 
     # -- MPI calls ----------------------------------------------------------------------
@@ -131,12 +132,6 @@ class Info(HandleObject):
             raise Exception(_ERR_INFO)
         self._obj = None
 
-    def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        obj = self._obj
-        if obj is not None and obj.predefined is None:
-            self.Free()
-
     def Dup(self):
         """A new info object with the same keys and values."""
         return type(self)._wrap(InfoObject(self._table()))
@@ -146,16 +141,18 @@ class Info(HandleObject):
         return self._table().get(_key(key))
 
     def Get_string(self, key: str) -> str | None:
-        """``MPI_Info_get_string`` (mpi4py 4): the value of ``key``, or None."""
+        """Return the value of a key, or ``None`` (``MPI_Info_get_string``)."""
         return self.Get(key)
 
     def Set(self, key: str, value: str) -> None:
+        """Store a value for a key."""
         table = self._table()
         if self._obj.predefined is not None:
             raise Exception(_ERR_INFO)
         table[_key(key)] = _value(value)
 
     def Delete(self, key: str) -> None:
+        """Remove a key."""
         table = self._table()
         key = _key(key)
         if key not in table:
@@ -163,9 +160,11 @@ class Info(HandleObject):
         del table[key]
 
     def Get_nkeys(self) -> int:
+        """Return the number of keys."""
         return len(self._table())
 
     def Get_nthkey(self, n: int) -> str:
+        """Return the ``n``-th key."""
         keys = list(self._table())
         if not 0 <= n < len(keys):
             raise Exception(_ERR_INFO_KEY)  # Open MPI's class for an index past the end
@@ -202,21 +201,26 @@ class Info(HandleObject):
         self.Delete(key)
 
     def get(self, key: str, default: str | None = None) -> str | None:
+        """Return the value of a key, or ``default`` if it has none."""
         if not self:
             return default
         value = self.Get(key)
         return default if value is None else value
 
     def keys(self) -> list[str]:
+        """Return the keys."""
         return list(self._map())
 
     def values(self) -> list[str]:
+        """Return the values."""
         return list(self._map().values())
 
     def items(self) -> list[tuple[str, str]]:
+        """Return the (key, value) pairs."""
         return list(self._map().items())
 
     def update(self, other=(), **kwds) -> None:
+        """Store the pairs of a mapping or of (key, value) pairs, and keyword arguments."""
         if not self:
             raise KeyError("cannot update a null info object")
         pairs = [(k, other[k]) for k in other.keys()] if hasattr(other, "keys") else other
@@ -226,6 +230,7 @@ class Info(HandleObject):
             self.Set(key, value)
 
     def pop(self, key: str, *default: str) -> str:
+        """Remove a key and return its value (or ``default``)."""
         value = self.Get(key) if self else None
         if value is None:
             if default:
@@ -235,6 +240,7 @@ class Info(HandleObject):
         return value
 
     def popitem(self) -> tuple[str, str]:
+        """Remove and return some (key, value) pair."""
         table = self._map()
         if not table:
             raise KeyError("popitem(): info object is empty")
@@ -244,10 +250,11 @@ class Info(HandleObject):
         return key, value
 
     def copy(self):
-        """``Dup`` (a null info copies as null)."""
+        """Return a duplicate (``Dup``; a null info copies as null)."""
         return self.Dup() if self else type(self)()
 
     def clear(self) -> None:
+        """Remove every key."""
         if self:
             for key in list(self._table()):
                 self.Delete(key)
@@ -281,7 +288,7 @@ def _environment() -> dict[str, str]:
 
 
 INFO_NULL = Info._predefine("INFO_NULL", None)
-INFO_ENV = Info._predefine("INFO_ENV", InfoObject(fill=_environment))
+INFO_ENV = Info._predefine("INFO_ENV", InfoObject(fill=_environment), fint=1)
 
 
 def info_items(info) -> dict[str, str]:

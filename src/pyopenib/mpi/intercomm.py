@@ -28,17 +28,20 @@ _ERR_COMM = ERROR_CLASSES["ERR_COMM"][0]
 
 
 class Intercomm(Comm):
-    """``MPI.Intercomm``: ``Get_size``/``Get_rank`` are the local group's; peers of
-    point-to-point and collectives are numbered in the remote group."""
+    """Intercommunicator.
+
+    ``Get_size``/``Get_rank`` are the local group's; peers of point-to-point and
+    collectives are numbered in the remote group."""
 
     __slots__ = ()
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        if self._s is not None and not self._st().inter:
+    @classmethod
+    def _check_kind(cls, comm: Comm) -> None:
+        if not comm._st().inter:
             raise TypeError("expecting an intercommunicator")
 
     def Get_remote_group(self) -> Group:
+        """Return the remote group."""
         from .group import group_of
 
         return group_of(self._st().ranks)
@@ -48,6 +51,7 @@ class Intercomm(Comm):
         return self.Get_remote_group()
 
     def Get_remote_size(self) -> int:
+        """Return the number of processes in the remote group."""
         return self._st().size
 
     @property
@@ -55,8 +59,10 @@ class Intercomm(Comm):
         return self.Get_remote_size()
 
     def Merge(self, high: bool = False) -> Intracomm:
-        """Collective over both groups: the group that passed ``high=False`` comes first
-        (both the same: the group whose leader has the lower world rank)."""
+        """Merge the two groups into an intracommunicator (collective over both).
+
+        The group that passed ``high=False`` comes first (both the same: the group whose
+        leader has the lower world rank)."""
         st = self._st()
         ch = Channel.of(st, "MPI_Intercomm_merge")
         other_high = run(ch, _swap_with_remote(ch, st, bool(high)))
@@ -67,7 +73,7 @@ class Intercomm(Comm):
         ch = Channel.of(st, "MPI_Intercomm_merge")
         cid = run(ch, _inter_cid(ch, st, 1))
         me = st.group[st.rank]
-        return Intracomm(CommState(cid, members, members.index(me), st.rc))
+        return Intracomm._of(CommState(cid, members, members.index(me), st.rc))
 
     @classmethod
     def Create_from_groups(
@@ -124,7 +130,7 @@ def create_intercomm(comm, local_leader: int, peer_comm, remote_leader: int, tag
     got = run(ch, coll.bcast(ch, np.array([cid], np.int64).view(np.uint8), local_leader, 8))
     cid = int(np.asarray(got).view(np.int64)[0])
     st.rc.next_cid = max(st.rc.next_cid, cid + 2)
-    return Intercomm(_inter_state(cid, st.group, remote, st.group[st.rank], st.rc))
+    return Intercomm._of(_inter_state(cid, st.group, remote, st.group[st.rank], st.rc))
 
 
 def _remote_lists(ch, st, mine):
@@ -159,15 +165,15 @@ def split_inter(comm, st, color: int, key: int):
 
 def create_from_subgroups(comm, st, group: Group):
     me = st.group[st.rank]
-    members = list(group._h.members)
+    members = list(group._obj.members)
     ch = Channel.of(st, "MPI_Comm_create")
     _, remote = run(ch, _remote_lists(ch, st, members if st.rank == 0 else None))
     theirs = remote[0]
     ch = Channel.of(st, "MPI_Comm_create")
     cid = run(ch, _inter_cid(ch, st, 2))
-    if me not in group._h or not theirs:
+    if me not in group._obj or not theirs:
         return Intercomm(None)
-    return Intercomm(_inter_state(cid, members, theirs, me, st.rc))
+    return Intercomm._of(_inter_state(cid, members, theirs, me, st.rc))
 
 
 NAMES = {"Intercomm": Intercomm, **COMM_TYPES}

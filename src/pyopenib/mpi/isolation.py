@@ -8,8 +8,9 @@ privatizes what a process would own:
 * each rank runs the program in a ``ModuleType('__main__')`` of its own, so
   ``unittest.main()``, ``pickle`` of the program's classes and ``if __name__ == "__main__"``
   find the program and not pyopenib's CLI;
-* each rank has its own ``sys.argv`` (a copy of the job's command line), so a rank that
-  rewrites it (``mpi4py.run`` does, before running the program) does not change its peers';
+* each rank has its own ``sys.argv`` (a copy of the job's command line, or a spawned
+  process's own), so a rank that rewrites it (``mpi4py.run`` does, before running the
+  program) does not change its peers';
 * a module imported during the job from outside the standard library, site-packages and
   pyopenib (the program's own modules, anything on its directory or ``PYTHONPATH``) is
   *private*: each rank that imports it runs it afresh and keeps its copy. Every other module
@@ -88,8 +89,9 @@ class RankModules:
 
     __slots__ = ("rank", "main", "table", "argv")
 
-    def __init__(self, rank: int, path: str):
+    def __init__(self, rank: int, path: str, argv: list[str] | None = None):
         self.rank = rank
+        self.argv = [path] if argv is None else list(argv)
         main = types.ModuleType("__main__")
         main.__file__ = path
         main.__builtins__ = builtins
@@ -99,7 +101,6 @@ class RankModules:
         main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
         self.main = main
         self.table: dict[str, types.ModuleType | None] = {}
-        self.argv: list[str] = []  # set from the job's command line when the rank starts
 
     def take_out(self, modules: dict) -> None:
         """Move this rank's entries from ``modules`` (``sys.modules``) into the table (the
@@ -163,7 +164,6 @@ class ModuleSpace:
         self.classifier = Classifier(self)
 
     def enter(self, glet, rank: RankModules) -> None:
-        rank.argv = list(self._argv)
         self._ranks[glet] = rank
         self._install(rank)
 
@@ -211,7 +211,6 @@ class ModuleSpace:
 
     def __enter__(self):
         self._host_main = sys.modules.get("__main__")
-        self._argv = list(sys.argv)  # the job's command line, each rank's own copy of it
         sys.meta_path.insert(0, self.classifier)
         self._chained = greenlet.gettrace()
         greenlet.settrace(self._tracer(self._chained))

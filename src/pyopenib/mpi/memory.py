@@ -32,8 +32,7 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
     ``buffer()`` and a released buffer hold no memory (address 0); ``release()`` and
     ``Free_mem`` make a buffer empty and writable, as mpi4py's do. Deleting an item is not
     supported (``NotImplementedError``) and a read-only buffer refuses writes with
-    ``TypeError``, as mpi4py's extension type does.
-    """
+    ``TypeError``, as mpi4py's extension type does."""
 
     def __new__(cls, *args):
         if not args:
@@ -128,7 +127,8 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
         return buf
 
     def __bool__(self) -> bool:
-        """Non-empty, as mpi4py's buffer (it has ``__len__``) is true when it has bytes;
+        """Tell whether the buffer has bytes, as mpi4py's (it has ``__len__``).
+
         numpy's elementwise truth would raise for more than one byte."""
         return len(self) > 0
 
@@ -194,8 +194,10 @@ def _exported(obj, writable: bool) -> buffer:
 
 
 class BufferAutomaticType(int, metaclass=MpiClass):
-    """Type of ``BUFFER_AUTOMATIC`` (MPI-4.1's automatic buffering for ``Attach_buffer``;
-    its address is 0, as mpi4py defines it on MPI 3.1)."""
+    """Type of ``BUFFER_AUTOMATIC``.
+
+    MPI-4.1's automatic buffering for ``Attach_buffer``; its address is 0, as mpi4py
+    defines it on MPI 3.1."""
 
     _instance = None
 
@@ -235,26 +237,28 @@ def Get_address(location) -> int:  # noqa: N802 - mpi4py's name
 
 
 def Aint_add(base: int, disp: int) -> int:  # noqa: N802
-    """``base + disp`` as MPI address arithmetic."""
+    """Return ``base + disp`` as MPI address arithmetic."""
     return int(base) + int(disp)
 
 
 def Aint_diff(addr1: int, addr2: int) -> int:  # noqa: N802
-    """``addr1 - addr2`` as MPI address arithmetic."""
+    """Return ``addr1 - addr2`` as MPI address arithmetic."""
     return int(addr1) - int(addr2)
 
 
 def Alloc_mem(size: int, info=None) -> buffer:  # noqa: N802
-    """Memory for RMA and buffered sends (``MPI_Alloc_mem``; ``info`` hints are ignored,
-    as Open MPI's basic allocator does)."""
+    """Allocate memory for RMA and buffered sends.
+
+    ``info`` hints are ignored, as Open MPI's basic allocator does."""
     if size < 0:
         raise ValueError("expecting non-negative size")
     return buffer.allocate(size)
 
 
 def Free_mem(mem) -> None:  # noqa: N802
-    """Give back memory from ``Alloc_mem``: the buffer becomes empty (Python frees the
-    bytes when no other view holds them)."""
+    """Free memory from ``Alloc_mem``: the buffer becomes empty.
+
+    Python frees the bytes when no other view holds them."""
     if not isinstance(mem, buffer):
         raise TypeError(f"expected a buffer from Alloc_mem, got {type(mem).__name__}")
     mem.release()

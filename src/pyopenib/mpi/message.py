@@ -12,32 +12,29 @@ from __future__ import annotations
 from .buffers import message
 from .context import current
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .pickling import PICKLE
 from .request import NULL_PROC_RECV, DoneOperation, PmlOperation, Request, finish_recv, wrap
 from .status import ANY_SOURCE, PROC_NULL
-from .surface import MpiClass
 
 __all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "Message", "matched", "no_proc"]
 
 ERR_REQUEST = ERROR_CLASSES["ERR_REQUEST"][0]
 
 
-class _Matched:
+class _Matched(MpiObject):
     """A matched message: the PML's unexpected fragment and the communicator it came on."""
 
     __slots__ = ("frag", "st")
 
     def __init__(self, frag, st):
+        super().__init__()
         self.frag = frag
         self.st = st
 
 
-class _NoProc:
-    __slots__ = ()
-
-
-_NO_PROC = _NoProc()
-_FINTS = {None: 0, _NO_PROC: 1}  # Open MPI: MPI_Message_c2f of MESSAGE_NULL / NO_PROC
+_NO_PROC = MpiObject()
+"""What ``MESSAGE_NO_PROC`` names: the answer of a probe of ``PROC_NULL``."""
 
 
 def _mrecv_label(call, frag) -> str:
@@ -49,67 +46,27 @@ def _loads(preq, fields):
     return None if n <= 0 else PICKLE.loads(memoryview(preq.data)[:n])
 
 
-class Message(metaclass=MpiClass):
-    """A matched-message handle; ``MPI.Message(other)`` names the same message."""
+class Message(HandleObject):
+    """Matched message."""
 
-    __slots__ = ("_m", "__weakref__")
+    __slots__ = ()
+    __module__ = "mpi4py.MPI"
+    _constants: dict = {}
+    _null_name = "MESSAGE_NULL"
+    _first_fint = 2
 
-    def __init__(self, message: Message | None = None):
-        if message is None:
-            self._m = None
-        elif isinstance(message, Message):
-            self._m = message._m
-        else:
-            raise TypeError(
-                "Argument 'message' has incorrect type (expected Message, got "
-                f"{type(message).__name__})"
-            )
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Message):
-            return NotImplemented
-        return self._m is other._m
-
-    def __ne__(self, other) -> bool:
-        if not isinstance(other, Message):
-            return NotImplemented
-        return self._m is not other._m
-
-    __hash__ = None
-
-    def __bool__(self) -> bool:
-        return self._m is not None
-
-    def __reduce__(self):
-        if self is MESSAGE_NULL:
-            return "MESSAGE_NULL"
-        if self is MESSAGE_NO_PROC:
-            return "MESSAGE_NO_PROC"
-        if self._m is None:
-            return (Message, ())
-        if self._m is _NO_PROC:
-            return (Message, (MESSAGE_NO_PROC,))
-        raise ValueError("cannot serialize Message instance")
-
-    @property
-    def handle(self) -> int:
-        return self.py2f()
-
-    def py2f(self) -> int:
-        return _FINTS.get(self._m, id(self._m))
-
-    toint = py2f
-
-    def free(self) -> None:
-        """Do nothing (mpi4py's ``Message.free``)."""
+    def _release(self) -> None:
+        """Nothing: a matched message is released by receiving it (mpi4py's ``free``)."""
 
     # -- probes ---------------------------------------------------------------------------
     @classmethod
     def Probe(cls, comm, source=-1, tag=-1, status=None) -> Message:
+        """Block until a message matches; return it as a matched message."""
         return comm.Mprobe(source, tag, status)
 
     @classmethod
     def Iprobe(cls, comm, source=-1, tag=-1, status=None) -> Message | None:
+        """Return a matched message if one matches now, else ``None``."""
         return comm.Improbe(source, tag, status)
 
     probe = Probe
@@ -118,14 +75,14 @@ class Message(metaclass=MpiClass):
     # -- receives -------------------------------------------------------------------------
     def _peer(self) -> int:
         """PROC_NULL for ``MESSAGE_NO_PROC`` (its receive buffer is not looked at)."""
-        return PROC_NULL if self._m is _NO_PROC else ANY_SOURCE
+        return PROC_NULL if self._obj is _NO_PROC else ANY_SOURCE
 
     def _consume(self):
-        m = self._m
+        m = self._obj
         if m is None:
             raise Exception(ERR_REQUEST)
         if self is not MESSAGE_NO_PROC:
-            self._m = None
+            self._obj = None
         return m
 
     def _start(self, area, call):
@@ -138,6 +95,7 @@ class Message(metaclass=MpiClass):
         return st.rc.pml.imrecv(m.frag, area, st.ctx, label), label
 
     def Recv(self, buf, status=None) -> None:
+        """Receive the matched message into ``buf``."""
         msg = message(buf, writable=True, peer=self._peer())
         started = self._start(msg.data, "MPI_Mrecv")
         if started is None:
@@ -151,6 +109,7 @@ class Message(metaclass=MpiClass):
         finish_recv(preq, status)
 
     def Irecv(self, buf) -> Request:
+        """Start a receive of the matched message into ``buf``."""
         msg = message(buf, writable=True, peer=self._peer())
         started = self._start(msg.data, "MPI_Imrecv")
         if started is None:
@@ -160,6 +119,7 @@ class Message(metaclass=MpiClass):
         return wrap(PmlOperation(started[0], True, finish, started[1]))
 
     def recv(self, status=None):
+        """Receive the matched message as a Python object."""
         started = self._start(None, "mrecv")
         if started is None:
             if status is not None:
@@ -169,13 +129,14 @@ class Message(metaclass=MpiClass):
         return wrap(PmlOperation(preq, True, _loads, label)).wait(status)
 
     def irecv(self) -> Request:
+        """Start a receive of the matched message as a Python object."""
         started = self._start(None, "imrecv")
         if started is None:
             return wrap(DoneOperation(NULL_PROC_RECV))
         return wrap(PmlOperation(started[0], True, _loads, started[1]))
 
     def __repr__(self) -> str:
-        m = self._m
+        m = self._obj
         if m is None:
             return "<pyopenib.MPI.Message MESSAGE_NULL>"
         if m is _NO_PROC:
@@ -184,15 +145,12 @@ class Message(metaclass=MpiClass):
 
 
 def matched(frag, st) -> Message:
-    msg = Message()
-    msg._m = _Matched(frag, st)
-    return msg
+    return Message._wrap(_Matched(frag, st))
 
 
 def no_proc() -> Message:
     return Message(MESSAGE_NO_PROC)
 
 
-MESSAGE_NULL = Message()
-MESSAGE_NO_PROC = Message()
-MESSAGE_NO_PROC._m = _NO_PROC
+MESSAGE_NULL = Message._predefine("MESSAGE_NULL", None)
+MESSAGE_NO_PROC = Message._predefine("MESSAGE_NO_PROC", _NO_PROC, fint=1)

@@ -7,15 +7,14 @@ the calling rank up (``context.current``). Any name outside pyopenib's subset ra
 
 from __future__ import annotations
 
-import ctypes
 import operator
 import sys
 import types
-import weakref
 
 from ..errors import TOPICS, register_topics
 from . import (
     buffers,
+    capi,
     context,
     datatypes,
     dynproc,
@@ -39,7 +38,7 @@ from .memory import MEMORY_NAMES
 from .ops import OPS, Op
 from .request import Prequest, Request
 from .status import Status
-from .surface import missing_module_name
+from .surface import embed_signature, missing_module_name
 from .threads import Init_thread, Is_thread_main, Query_thread
 
 __all__ = ["MPI4PY_VERSION", "build_mpi_module"]
@@ -54,19 +53,23 @@ def Wtime() -> float:
 
 
 def Wtick() -> float:
+    """Return the resolution of ``Wtime`` (the simulator's picosecond)."""
     return 1e-12
 
 
 def Get_processor_name() -> str:
+    """Return the name of the node the calling rank runs on."""
     return context.current().hostname
 
 
 def Is_initialized() -> bool:
+    """Indicate whether ``Init`` has been called (always, in a rank)."""
     context.current()
     return True
 
 
 def Is_finalized() -> bool:
+    """Indicate whether ``Finalize`` has completed."""
     return context.current().finalized
 
 
@@ -75,14 +78,16 @@ def Init() -> None:
 
 
 def Finalize() -> None:
-    """Finalize MPI. As the standard asks, the attributes of ``COMM_SELF`` are deleted
-    first, so their ``delete_fn`` callbacks run while MPI still works (libraries hang
-    clean-up on them). A second call ends the rank as Open MPI does (exit status 1)."""
+    """Terminate the MPI execution environment.
+
+    As the standard asks, the attributes of ``COMM_SELF`` are deleted first, so their
+    ``delete_fn`` callbacks run while MPI still works (libraries hang clean-up on them).
+    A second call ends the rank as Open MPI does (exit status 1)."""
     rc = context.current()
     if rc.finalized:
         sys.stderr.write(TOPICS["mpi-called-after-finalize"].format(call="MPI_Finalize") + "\n")
         raise SystemExit(1)
-    delete_attributes(Intracomm("self_comm"), comm_attributes(rc.self_comm))
+    delete_attributes(Intracomm._of("self_comm"), comm_attributes(rc.self_comm))
     rc.finalized = True
 
 
@@ -121,12 +126,12 @@ def Get_library_version() -> str:
 
 
 def Pcontrol(level: int) -> None:
-    """``MPI_Pcontrol``: a hook for profiling libraries; Open MPI itself ignores it."""
+    """Control profiling: a hook for profiling libraries, which Open MPI ignores."""
     operator.index(level)  # an int, as the C signature takes
 
 
 def Get_hw_resource_info():
-    """``MPI_Get_hw_resource_info`` is MPI-4.1: Open MPI 4.1 lacks it, as with real mpi4py."""
+    """Raise ``NotImplementedError``: this is MPI-4.1, which Open MPI 4.1 lacks."""
     raise NotImplementedError(
         "mpi4py.MPI.Get_hw_resource_info is MPI-4.1; Open MPI 4.1 (MPI 3.1) does not provide it"
     )
@@ -161,53 +166,6 @@ _ABI_F_SIZED = (
     *(f"COMPLEX{n}" for n in (4, 8, 16, 32)),
     "DOUBLE_COMPLEX",
 )
-_HANDLE_BYTES = 8  # Open MPI's handles are pointers
-_HANDLE_CLASSES = frozenset(
-    "Comm Datatype Request Message Op Group Info Errhandler Session Win File".split()
-)
-_STATUS_BYTES = 24  # sizeof(MPI_Status) in Open MPI 4.1 on x86-64
-
-
-def _sizeof(arg) -> int:
-    """Size in bytes of the C object behind an MPI class or instance (mpi4py's helper)."""
-    cls = arg if isinstance(arg, type) else type(arg)
-    if issubclass(cls, Status):
-        return _STATUS_BYTES
-    if any(k.__name__ in _HANDLE_CLASSES and _is_ours(k) for k in cls.__mro__):
-        return _HANDLE_BYTES
-    raise TypeError("expecting an MPI type or instance")
-
-
-def _is_ours(cls: type) -> bool:
-    return cls.__module__.startswith(("pyopenib.", "mpi4py."))
-
-
-def _addressof(arg) -> int:
-    """Address of memory holding the object's handle value (``_handleof``), as a C
-    program would see an ``MPI_Comm`` variable: reading it gives the handle; writing it
-    changes nothing here (pyopenib's objects do not live in that memory)."""
-    size = _sizeof(type(arg))
-    cell = _CELLS.get(id(arg))
-    if cell is None:
-        cell = _CELLS[id(arg)] = (ctypes.c_uint64 * (size // 8))()
-        try:
-            weakref.finalize(arg, _CELLS.pop, id(arg), None)
-        except TypeError:  # not weak-referenceable: the cell stays for the process
-            pass
-    if size == _HANDLE_BYTES:
-        cell[0] = _handleof(arg)
-    return ctypes.addressof(cell)
-
-
-_CELLS: dict[int, ctypes.Array] = {}
-
-
-def _handleof(arg) -> int:
-    """The integer handle of an MPI object (a status has none: its address)."""
-    if isinstance(arg, Status):
-        return id(arg)
-    _sizeof(type(arg))
-    return arg.handle
 
 
 def _module_getattr(name: str):
@@ -218,7 +176,7 @@ def _module_getattr(name: str):
 
 def build_mpi_module() -> types.ModuleType:
     """A fresh ``mpi4py.MPI`` module object for one job (``package`` builds the rest)."""
-    mpi = types.ModuleType("mpi4py.MPI", "pyopenib's mpi4py-compatible MPI namespace.")
+    mpi = types.ModuleType("mpi4py.MPI", "Message Passing Interface (pyopenib's, as mpi4py's).")
     mpi.__file__ = __file__  # real mpi4py's is its extension module; ours is this source
     ns = mpi.__dict__
     for name in (
@@ -237,12 +195,10 @@ def build_mpi_module() -> types.ModuleType:
         "Get_abi_version",
         "Get_abi_info",
         "Get_abi_fortran_info",
-        "_sizeof",
-        "_addressof",
-        "_handleof",
     ):
         ns[name] = globals()[name]
     ns.update(CONSTANTS)
+    ns.update(capi.NAMES)
     ns.update({name: code for name, (code, _) in ERROR_CLASSES.items()})
     ns.update(ERROR_FUNCTIONS, ERR_LASTCODE=ERR_LASTCODE)
     ns.update(info.NAMES)
@@ -268,9 +224,9 @@ def build_mpi_module() -> types.ModuleType:
         Datatype=Datatype,
         Op=Op,
         Exception=Exception,
-        COMM_WORLD=Intracomm("world"),
-        COMM_SELF=Intracomm("self_comm"),
-        COMM_NULL=Intracomm(None),
+        COMM_WORLD=Intracomm._of("world"),
+        COMM_SELF=Intracomm._of("self_comm"),
+        COMM_NULL=Comm._of(None),
         REQUEST_NULL=Request(None),
         IN_PLACE=IN_PLACE,
         Init_thread=Init_thread,
@@ -279,4 +235,8 @@ def build_mpi_module() -> types.ModuleType:
         __getattr__=_module_getattr,
     )
     ns.update(p2p.NAMES)
+    ns["__pyx_capi__"] = capi.capsules(ns)
+    for value in ns.values():
+        if isinstance(value, types.FunctionType):
+            embed_signature(value.__name__, value)
     return mpi

@@ -19,6 +19,7 @@ the registry is the rank's (``context.lookup``), not the module's.
 
 from __future__ import annotations
 
+import copyreg
 import weakref
 
 import numpy as np
@@ -161,23 +162,25 @@ def _registry() -> _Registry:
 
 
 class Op(metaclass=MpiClass):
-    """``MPI.Op``. ``Op()`` is a null operation; ``Op(op)`` another object for the same
-    handle (equal to it, not identical)."""
+    """Reduction operation.
+
+    ``Op()`` is a null operation; ``Op(op)`` another object for the same handle (equal
+    to it, not identical)."""
 
     __slots__ = ("_h", "_py", "__weakref__")
     __module__ = "mpi4py.MPI"  # pickle finds predefined ops as ``mpi4py.MPI.<NAME>``
 
-    def __init__(self, op: Op | None = None):
-        # ``_py``: this object knows the Python function of its user operation (mpi4py
-        # copies it with ``Op(op)``, not through ``fromint``), so it can be pickled
-        self._py = True
-        if op is None:
-            self._h = _NULL
-        elif isinstance(op, Op):
-            self._h = op._h
-            self._py = op._py
-        else:
+    def __new__(cls, op: Op | None = None):
+        # construction is here, not in ``__init__``, as in mpi4py (a program's subclass
+        # may define ``__new__``). ``_py``: this object knows the Python function of its
+        # user operation (mpi4py copies it with ``Op(op)``, not through ``fromint``), so
+        # it can be pickled
+        if op is not None and not isinstance(op, Op):
             raise TypeError(f"Op() argument must be Op, not {type(op).__name__}")
+        new = object.__new__(cls)
+        new._h = _NULL if op is None else op._h
+        new._py = True if op is None else op._py
+        return new
 
     # -- identity -----------------------------------------------------------------------
     def __eq__(self, other):
@@ -190,8 +193,7 @@ class Op(metaclass=MpiClass):
             return NotImplemented
         return self._h is not other._h
 
-    def __hash__(self) -> int:
-        return id(self._h)
+    __hash__ = None  # mpi4py's handles are unhashable
 
     def __bool__(self) -> bool:
         return self._h is not _NULL
@@ -204,6 +206,7 @@ class Op(metaclass=MpiClass):
         return self.toint()
 
     def toint(self) -> int:
+        """Translate object to integer handle."""
         h = self._h
         return _USER_BASE + h.slot if h.user is not None else _IDS[id(h)]
 
@@ -211,6 +214,7 @@ class Op(metaclass=MpiClass):
 
     @classmethod
     def fromint(cls, arg: int) -> Op:
+        """Translate integer handle to object."""
         op = cls.__new__(cls)
         if arg >= _USER_BASE:
             h = _registry().slots[arg - _USER_BASE] if arg - _USER_BASE <= MAX_USER_OPS else None
@@ -229,7 +233,7 @@ class Op(metaclass=MpiClass):
         h = self._h
         if h.user is None:
             name = _NAMES[id(h)]
-            return name if OPS[name] is self else (Op, (OPS[name],))
+            return name if OPS[name] is self else (copyreg.__newobj__, (type(self), OPS[name]))
         if not self._py or _registry().slots[h.slot] is not h:
             raise ValueError("cannot pickle user-defined reduction operation")
         return (type(self).Create, (h.user, h.commute))
@@ -237,7 +241,9 @@ class Op(metaclass=MpiClass):
     # -- user operations ----------------------------------------------------------------
     @classmethod
     def Create(cls, function, commute: bool = False) -> Op:
-        """``function(invec, inoutvec, datatype)`` stores ``invec op inoutvec`` into
+        """Create a user-defined reduction operation.
+
+        ``function(invec, inoutvec, datatype)`` stores ``invec op inoutvec`` into
         ``inoutvec`` (MPI's user-function contract; mpi4py passes buffers)."""
         function.__call__  # noqa: B018 - mpi4py's check that it is callable
         reg = _registry()
@@ -255,6 +261,7 @@ class Op(metaclass=MpiClass):
         return op
 
     def Free(self) -> None:
+        """Free a user-defined operation (this object becomes ``OP_NULL``)."""
         h = self._h
         if h.user is None:
             raise Exception(_ERR_OP)
@@ -264,12 +271,18 @@ class Op(metaclass=MpiClass):
         self._h = _NULL
 
     def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        if self._h.user is not None:
-            self.Free()
+        """Call ``Free`` if not null or predefined."""
+        h = self._h
+        if h is _NULL or OPS.get(_NAMES.get(id(h))) is self:
+            return  # null, or a module constant: mpi4py never frees those
+        if h.user is None:
+            self._h = _NULL  # another object for a predefined operation forgets it
+            return
+        self.Free()
 
     # -- queries ------------------------------------------------------------------------
     def Is_commutative(self) -> bool:
+        """Indicate whether the operation is commutative."""
         if self._h is _NULL:
             raise Exception(_ERR_OP)
         return self._h.commute
@@ -291,7 +304,7 @@ class Op(metaclass=MpiClass):
         return h.apply_obj(x, y)
 
     def Reduce_local(self, inbuf, inoutbuf) -> None:
-        """``inoutbuf = inbuf op inoutbuf`` on this process only."""
+        """Apply the operation locally: ``inoutbuf = inbuf op inoutbuf``."""
         from .buffers import message
 
         src = message(inbuf)

@@ -3,7 +3,8 @@
 While a job runs, ``sys.stdout``/``sys.stderr`` are ``Demux`` objects: a write from a rank
 greenlet goes to that rank's ``RankStream``, which emits each complete line at once — the
 simulation is sequential, so lines appear in simulated-time order. With ``tag_output``
-lines carry mpirun's ``--tag-output`` prefix ``[1,<rank>]<stdout>:``.
+lines carry mpirun's ``--tag-output`` prefix ``[<jobid>,<rank>]<stdout>:`` (job 1 is the
+launched job, 2... the spawned ones).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ __all__ = ["Demux", "RankStream"]
 
 
 class RankStream:
-    def __init__(self, rank: int, kind: str, sink, tag_output: bool):
+    def __init__(self, rank: int, kind: str, sink, tag_output: bool, jobid: int = 1):
         self.rank = rank
         self.kind = kind
         self.sink = sink
-        self.prefix = f"[1,{rank}]<{kind}>:" if tag_output else ""
+        self.prefix = f"[{jobid},{rank}]<{kind}>:" if tag_output else ""
         self._partial = ""
         self.closed = False
 

@@ -33,11 +33,13 @@ class Pickle(metaclass=MpiClass):
         self._threshold = DEFAULT_THRESHOLD if threshold is None else threshold
 
     def dumps(self, obj) -> bytes:
+        """Serialize an object to bytes."""
         if self._protocol is None:
             return self._dumps(obj)
         return self._dumps(obj, self._protocol)
 
     def loads(self, data):
+        """Deserialize an object from bytes."""
         return self._loads(data)
 
     def dumps_oob(self, obj) -> tuple[bytes, list[buffer]]:
@@ -57,6 +59,7 @@ class Pickle(metaclass=MpiClass):
         return data, buffers
 
     def loads_oob(self, data, buffers):
+        """Deserialize an object from bytes and out-of-band buffers."""
         return self._loads(data, buffers=buffers)
 
     @property

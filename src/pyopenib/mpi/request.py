@@ -347,17 +347,22 @@ class Request(metaclass=MpiClass):
 
     __slots__ = ("_op", "__weakref__")
 
-    def __init__(self, request: Request | None = None):
-        if request is None:
-            self._op = None
-        elif isinstance(request, Request):
-            self._check_kind(request._op)
-            self._op = request._op
-        else:
+    def __new__(cls, request: Request | None = None):
+        """Make another object for ``request``'s request (``None``: the null one).
+
+        Construction is here, not in ``__init__``, as in mpi4py: a program's subclass may
+        define ``__new__`` and call ``super().__new__(cls, request)``."""
+        if request is not None and not isinstance(request, Request):
             raise TypeError(
-                f"Argument 'request' has incorrect type (expected {type(self).__name__}, "
+                f"Argument 'request' has incorrect type (expected {cls.__name__}, "
                 f"got {type(request).__name__})"
             )
+        new = object.__new__(cls)
+        new._op = None
+        if request is not None:
+            cls._check_kind(request._op)
+            new._op = request._op
+        return new
 
     @classmethod
     def _check_kind(cls, op) -> None:
@@ -398,13 +403,16 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def fromhandle(cls, handle: int):
+        """Create object from MPI handle."""
         return _from_fint(cls, handle)
 
     def toint(self) -> int:
+        """Translate object to integer handle."""
         return _fint(self._op)
 
     @classmethod
     def fromint(cls, arg: int):
+        """Translate integer handle to object."""
         return _from_fint(cls, arg)
 
     def py2f(self) -> int:
@@ -438,24 +446,29 @@ class Request(metaclass=MpiClass):
         return op.ready()
 
     def Wait(self, status: Status | None = None) -> bool:
+        """Wait for the request to complete."""
         self._complete(status)
         return True
 
     def wait(self, status: Status | None = None):
+        """Wait for the request to complete and return its object."""
         return self._complete(status)
 
     def Test(self, status: Status | None = None) -> bool:
+        """Test whether the request has completed."""
         if not self._ready_now():
             return False
         self._complete(status)
         return True
 
     def test(self, status: Status | None = None):
+        """Test for completion: ``(flag, object)``."""
         if not self._ready_now():
             return False, None
         return True, self._complete(status)
 
     def Get_status(self, status: Status | None = None) -> bool:
+        """Test for completion without freeing the request."""
         op = self._op
         if op is None:
             _fill(status, _EMPTY)
@@ -468,12 +481,15 @@ class Request(metaclass=MpiClass):
     get_status = Get_status
 
     def Cancel(self) -> None:
-        if self._op is not None:
-            self._op.cancel()
+        """Cancel the operation; ``MPI_ERR_REQUEST`` on a null request, as Open MPI."""
+        if self._op is None:
+            raise Exception(ERR_REQUEST)
+        self._op.cancel()
 
     cancel = Cancel
 
     def Free(self) -> None:
+        """Free the request (this object becomes ``REQUEST_NULL``)."""
         op = self._op
         if op is None or self is REQUEST_NULL:
             raise Exception(ERR_REQUEST)
@@ -481,14 +497,17 @@ class Request(metaclass=MpiClass):
         self._op = None
 
     def free(self) -> None:
+        """Call ``Free`` if not null."""
         if self._op is not None:
             self.Free()
 
     # -- many requests --------------------------------------------------------------------
     @staticmethod
     def _block_all(ops) -> None:
-        """Wait for every operation: waiting for each in turn is waiting for all (progress
-        completes any of them), without a closure polled after every event."""
+        """Wait for every operation, each in turn.
+
+        Waiting for each in turn is waiting for all (progress completes any of them),
+        without a closure polled after every event."""
         for op in ops:
             if op is not None and not op.ready():
                 op.block()
@@ -521,6 +540,7 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def Waitall(cls, requests, statuses=None) -> bool:
+        """Wait for all the requests to complete."""
         requests = list(requests)
         ops = _ops(requests)
         cls._block_all(ops)
@@ -529,6 +549,7 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def waitall(cls, requests, statuses=None) -> list:
+        """Wait for all the requests; return their objects."""
         requests = list(requests)
         ops = _ops(requests)
         cls._block_all(ops)
@@ -556,10 +577,12 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def Testall(cls, requests, statuses=None) -> bool:
+        """Test whether all the requests have completed."""
         return cls._testall(requests, statuses)[0]
 
     @classmethod
     def testall(cls, requests, statuses=None):
+        """Test for completion of all: ``(flag, objects)``."""
         return cls._testall(requests, statuses)
 
     @staticmethod
@@ -568,8 +591,9 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def _any(cls, requests, status, blocking: bool):
-        """(index, flag, value) of Waitany/Testany: ``UNDEFINED`` and the empty status
-        when no request is active."""
+        """Return (index, flag, value) of Waitany/Testany.
+
+        ``UNDEFINED`` and the empty status when no request is active."""
         requests = list(requests)
         ops = _ops(requests)
         if not any(_active(op) for op in ops):
@@ -594,26 +618,32 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def Waitany(cls, requests, status: Status | None = None) -> int:
+        """Wait for any one request to complete; return its index."""
         return cls._any(requests, status, True)[0]
 
     @classmethod
     def waitany(cls, requests, status: Status | None = None):
+        """Wait for any one request; return its index and object."""
         i, _, value = cls._any(requests, status, True)
         return i, value
 
     @classmethod
     def Testany(cls, requests, status: Status | None = None) -> tuple[int, bool]:
+        """Test for completion of any one request: ``(index, flag)``."""
         i, flag, _ = cls._any(requests, status, False)
         return i, flag
 
     @classmethod
     def testany(cls, requests, status: Status | None = None):
+        """Test for completion of any one request: ``(index, flag, object)``."""
         return cls._any(requests, status, False)
 
     @classmethod
     def _some(cls, requests, statuses, blocking: bool):
-        """(indices, values) of Waitsome/Testsome: (None, None) when no request is
-        active; the k-th status describes the k-th completed request."""
+        """Return (indices, values) of Waitsome/Testsome.
+
+        (None, None) when no request is active; the k-th status describes the k-th
+        completed request."""
         requests = list(requests)
         ops = _ops(requests)
         if not any(_active(op) for op in ops):
@@ -641,23 +671,28 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def Waitsome(cls, requests, statuses=None) -> list[int] | None:
+        """Wait for some requests to complete; return their indices."""
         return cls._some(requests, statuses, True)[0]
 
     @classmethod
     def waitsome(cls, requests, statuses=None):
+        """Wait for some requests; return their indices and objects."""
         return cls._some(requests, statuses, True)
 
     @classmethod
     def Testsome(cls, requests, statuses=None) -> list[int] | None:
+        """Test for completion of some requests; return their indices."""
         return cls._some(requests, statuses, False)[0]
 
     @classmethod
     def testsome(cls, requests, statuses=None):
+        """Test for completion of some requests: ``(indices, objects)``."""
         return cls._some(requests, statuses, False)
 
     # MPI-4.1's nondestructive queries over many requests
     @classmethod
     def Get_status_any(cls, requests, status: Status | None = None) -> tuple[int, bool]:
+        """Test for completion of any one request without freeing it."""
         ops = _ops(list(requests))
         if not any(_active(op) for op in ops):
             _fill(status, _EMPTY)
@@ -675,6 +710,7 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def Get_status_all(cls, requests, statuses=None) -> bool:
+        """Test for completion of all the requests without freeing them."""
         ops = _ops(list(requests))
         if not cls._all_ready(ops):
             current().poll()
@@ -690,6 +726,7 @@ class Request(metaclass=MpiClass):
 
     @classmethod
     def Get_status_some(cls, requests, statuses=None) -> list[int] | None:
+        """Test for completion of some requests without freeing them."""
         ops = _ops(list(requests))
         if not any(_active(op) for op in ops):
             return None
@@ -712,8 +749,10 @@ class Request(metaclass=MpiClass):
 
 
 class Prequest(Request):
-    """A persistent request: ``Start`` begins one more transfer with the same arguments;
-    a partitioned one also takes ``Pready``/``Parrived``."""
+    """Persistent request handler.
+
+    ``Start`` begins one more transfer with the same arguments; a partitioned one also
+    takes ``Pready``/``Parrived``."""
 
     __slots__ = ()
 
@@ -723,6 +762,7 @@ class Prequest(Request):
             raise TypeError("Cannot convert mpi4py.MPI.Request to mpi4py.MPI.Prequest")
 
     def Start(self) -> None:
+        """Start a communication with the persistent request."""
         op = self._op
         if op is None or not op.persistent:
             raise Exception(ERR_REQUEST)
@@ -730,6 +770,7 @@ class Prequest(Request):
 
     @classmethod
     def Startall(cls, requests) -> None:
+        """Start a communication with each of the persistent requests."""
         for r in list(requests):
             if not isinstance(r, Request):
                 raise TypeError(f"Cannot convert {type(r).__name__} to mpi4py.MPI.Prequest")
@@ -742,15 +783,19 @@ class Prequest(Request):
         return op
 
     def Pready(self, partition: int) -> None:
+        """Mark a partition ready to be sent."""
         self._partitioned().pready([int(partition)])
 
     def Pready_range(self, partition_low: int, partition_high: int) -> None:
+        """Mark a range of partitions ready to be sent."""
         self._partitioned().pready(range(int(partition_low), int(partition_high) + 1))
 
     def Pready_list(self, partitions) -> None:
+        """Mark a list of partitions ready to be sent."""
         self._partitioned().pready([int(p) for p in partitions])
 
     def Parrived(self, partition: int) -> bool:
+        """Test whether a partition has arrived."""
         return self._partitioned().parrived(int(partition))
 
 
@@ -771,15 +816,18 @@ class Grequest(Request):
 
     @classmethod
     def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None):
+        """Create and return a generalized request."""
         return cls._of(_GeneralizedOperation(query_fn, free_fn, cancel_fn, args, kwargs))
 
     def Complete(self) -> None:
+        """Notify that the generalized request has completed."""
         op = self._op
         if op is None:
             raise Exception(ERR_REQUEST)
         op.done = True
 
     def complete(self, obj=None) -> None:
+        """Complete the generalized request with a Python object."""
         op = self._op
         if op is not None:
             op.value = obj

@@ -5,7 +5,16 @@ own copies of the program's modules (``isolation``). For the job's duration ``mp
 its submodules are pyopenib's (``package``), ``sys.stdout`` and ``sys.stderr`` forward
 per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the program's directory leads
 ``sys.path``; all are restored afterwards. Only the simulator's thread may call MPI
-(``threads``: the job provides ``MPI_THREAD_FUNNELED``).
+(``threads``: the job provides ``MPI_THREAD_FUNNELED``). A rank's blocking socket call
+waits in simulated time (``sockets``).
+
+``MPI_Comm_spawn`` adds a job to the run (``_Job.spawn``): its ranks get the next process
+indices, BTL modules from ``add_btls`` (each on a node of its own, on the same fabric),
+their own ``MPI_COMM_WORLD``, program (``launch.Program``) and ``sys.argv``; the
+spawned script's directory joins ``sys.path`` (after the others: the path is the
+interpreter's). Spawned ranks are ranks like the others for everything below: output
+(tagged ``[jobid,rank]``), traces, ``--stats``, and the end of the run, which waits for
+every rank of every job and ends with the first failure or abort of any of them.
 
 A job ends (mpirun's rules, plus what the simulator can see that mpirun cannot):
 * every rank returned: exit 0 (a rank that finished keeps serving its peers' protocol
@@ -31,13 +40,14 @@ from dataclasses import dataclass
 from greenlet import GreenletExit, getcurrent
 
 from ..btl.interface import TransportError
-from ..errors import TOPICS, register_topics
+from ..errors import TOPICS, PyopenibError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context, package, threads
+from . import context, package, sockets, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
 from .isolation import ModuleSpace, RankModules
+from .launch import Program, ProgramFailed, SpawnRefused
 from .output import Demux, RankStream
 
 __all__ = [
@@ -77,7 +87,7 @@ register_topics(
             f"a non-zero exit code. Per user-direction, the job has been aborted.\n{_RULE}\n"
             f"{_RULE}\nmpirun detected that one or more processes exited with non-zero "
             "status, thus causing\nthe job to be terminated. The first process to do so "
-            "was:\n\n  Process name: [[1,1],{rank}]\n  Exit code:    {code}\n"
+            "was:\n\n  Process name: [[1,{jobid}],{rank}]\n  Exit code:    {code}\n"
             f"  Simulated time: {{time}}\n{_RULE}"
         ),
         "mpi-transport-failed": (
@@ -123,35 +133,81 @@ def _format_time(ps: int) -> str:
 
 
 class _Job:
-    def __init__(
-        self, sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale, space, support
-    ):
+    """The ranks of one ``pyopenib run``: the launched job's, then each spawned job's,
+    numbered in one sequence (the BTL's process index), as mpirun numbers them by job
+    (``[[jobid,1],vpid]``)."""
+
+    def __init__(self, sim, btls, add_btls, out, err, tag_output, cpu_scale, space, support):
         self.sim = sim
         self.space = space
-        self.code = code
-        self.path = path
-        self.nprocs = len(btls)
+        self.btls = btls
+        self.add_btls = add_btls
         self.out = out
         self.err = err
-        self.finished = [False] * self.nprocs
+        self.tag_output = tag_output
+        self.cpu_scale = cpu_scale
+        self.support = support
+        self.finished: list[bool] = []
         self.result: JobResult | None = None
         self.over = False  # the job has ended: a rank still alive is being killed
         self._report: str | None = None  # mpirun's report of the failed rank, at the end
-        self.contexts = []
-        for rank, btl in enumerate(btls):
-            ctx = RankContext(self, rank, Pml(btl), hostnames[rank], support)
-            ctx.modules = RankModules(rank, path)
-            ctx.world = CommState(0, list(range(self.nprocs)), rank, ctx, "MPI_COMM_WORLD")
+        self.contexts: list[RankContext] = []
+        self.processes = []
+        self.jobs = 0  # mpirun's job ids: 1 the launched job, 2... one per spawn
+
+    @property
+    def nprocs(self) -> int:
+        return len(self.contexts)
+
+    def start(self, launches, btls, hostnames, on_start=None) -> list[int]:
+        """Start one job of ``len(btls)`` ranks: ``launches`` gives each its ``(Program,
+        appnum)``, ``btls`` its BTL module; they get the next job id and process
+        indices, and their own ``MPI_COMM_WORLD``. ``on_start(ctx)`` runs in each new
+        rank before its program (a spawned rank's ``MPI_Init`` connects to its parent
+        there). Returns the new ranks' process indices."""
+        self.jobs += 1
+        first = len(self.contexts)
+        group = list(range(first, first + len(btls)))
+        for vpid, (btl, (program, appnum)) in enumerate(zip(btls, launches, strict=True)):
+            rank = first + vpid
+            ctx = RankContext(self, rank, Pml(btl), hostnames[vpid], self.support)
+            ctx.size = len(group)
+            ctx.appnum = appnum
+            ctx.jobid = self.jobs
+            ctx.program = program
+            ctx.on_start = on_start
+            ctx.modules = RankModules(rank, program.path, program.argv)
+            ctx.world = CommState(0, group, vpid, ctx, "MPI_COMM_WORLD")
             ctx.self_comm = CommState(1, [rank], 0, ctx, "MPI_COMM_SELF")
             ctx.streams = {
-                "stdout": RankStream(rank, "stdout", out, tag_output),
-                "stderr": RankStream(rank, "stderr", err, tag_output),
+                kind: RankStream(vpid, kind, sink, self.tag_output, self.jobs)
+                for kind, sink in (("stdout", self.out), ("stderr", self.err))
             }
-            ctx.cpu_scale = cpu_scale
+            ctx.cpu_scale = self.cpu_scale
             self.contexts.append(ctx)
-        self.processes = [
-            sim.spawn(self._rank_main, rank, name=f"rank{rank}") for rank in range(self.nprocs)
-        ]
+            self.finished.append(False)
+        for rank in group:
+            self.processes.append(self.sim.spawn(self._rank_main, rank, name=f"rank{rank}"))
+        return group
+
+    def spawn(self, launches, on_start) -> list[int]:
+        """Add a job of ``len(launches)`` ranks to the running simulation
+        (``MPI_Comm_spawn``): new BTL modules from ``add_btls``, each on a node of its
+        own. ``SpawnRefused`` when the job's BTLs cannot grow."""
+        if self.add_btls is None:
+            raise SpawnRefused(
+                f"{_RULE}\nthis job's BTL factory cannot add processes to a running job "
+                f"(run_job was given no add_btls)\n{_RULE}"
+            )
+        try:
+            btls = self.add_btls(self.btls, len(launches))
+        except PyopenibError as exc:
+            raise SpawnRefused(f"{_RULE}\n{exc}\n{_RULE}") from None
+        for directory in dict.fromkeys(program.directory for program, _ in launches):
+            if directory not in sys.path:  # a spawned script's imports of its neighbours
+                sys.path.append(directory)
+        hostnames = [btl.hostname for btl in btls]
+        return self.start(launches, btls, hostnames, on_start)
 
     # -- one rank -----------------------------------------------------------------------
     def _rank_main(self, rank: int) -> None:
@@ -162,11 +218,20 @@ class _Job:
         ctx.resumed()
         try:
             try:
-                exec(self.code, ctx.modules.main.__dict__)
+                code = ctx.program.load()
+                ctx.program.prepare(ctx.modules.main, sys.argv)
+                if ctx.on_start is not None:
+                    ctx.on_start(ctx)
+                exec(code, ctx.modules.main.__dict__)
             except SystemExit as exc:
                 code = _exit_code(exc.code, ctx)
                 if code:
                     self._end(JobResult(code, "failed", self.sim.now, rank), "mpi-rank-failed", ctx)
+            except ProgramFailed as exc:  # what the interpreter reports before it runs code
+                ctx.streams["stderr"].write(exc.message + "\n")
+                self._end(
+                    JobResult(exc.status, "failed", self.sim.now, rank), "mpi-rank-failed", ctx
+                )
             ctx.charge_cpu()
             ctx.finalized = True
             self.finished[rank] = True
@@ -200,7 +265,7 @@ class _Job:
             self._over()
         except BaseException as exc:  # the program's own failure, reported like Python does
             self._unless_over()
-            ctx.streams["stderr"].write("".join(_program_traceback(exc, self.path)))
+            ctx.streams["stderr"].write("".join(_program_traceback(exc, ctx.program.path)))
             self._end(JobResult(1, "failed", self.sim.now, rank), "mpi-rank-failed", ctx)
 
     def _unless_over(self) -> None:
@@ -226,7 +291,10 @@ class _Job:
         if self.result is None:
             self.result = result
             self._report = TOPICS[topic].format(
-                rank=result.rank, code=result.exit_code, time=_format_time(result.sim_time_ps)
+                jobid=ctx.jobid,
+                rank=ctx.world.rank,
+                code=result.exit_code,
+                time=_format_time(result.sim_time_ps),
             )
             self.sim.schedule(0, self._over)
         raise GreenletExit  # this rank is done; its peers may still be due at this instant
@@ -337,14 +405,19 @@ def run_job(
     cpu_scale: float = 0.0,
     stdout=None,
     stderr=None,
+    add_btls=None,
 ) -> JobResult:
     """Run ``program`` on ``nprocs`` ranks over ``make_btls(sim, nprocs)`` (one BTL module
-    per rank); write the ranks' output to ``stdout``/``stderr`` (default: sys's)."""
+    per rank); write the ranks' output to ``stdout``/``stderr`` (default: sys's).
+    ``add_btls(btls, count)``, when given, adds ``count`` BTL modules to the list
+    ``make_btls`` built, for the processes ``MPI_Comm_spawn`` starts (without it a spawn
+    fails with ``MPI_ERR_SPAWN``)."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
-    path = os.path.abspath(program)
+    world = Program.script(program, argv)
+    path = world.path
     with open(path, encoding="utf-8") as f:
-        code = compile(f.read(), path, "exec")
+        world.code = compile(f.read(), path, "exec")  # a SyntaxError is the caller's to report
     sim = sim if sim is not None else Simulator()
     with _gc_thresholds(GC_THRESHOLDS):
         btls = make_btls(sim, nprocs)
@@ -354,12 +427,12 @@ def run_job(
             _Installed(path, argv, out, err),
             ModuleSpace() as space,
             package.Installed() as mpi4py,
+            sockets.Cooperative(),
         ):
             support = threads.ThreadSupport(mpi4py.rc)
             threads.activate(support)
-            job = _Job(
-                sim, code, path, btls, hostnames, out, err, tag_output, cpu_scale, space, support
-            )
+            job = _Job(sim, btls, add_btls, out, err, tag_output, cpu_scale, space, support)
+            job.start([(world, 0)] * nprocs, btls, hostnames)
             until = None if timeout is None else int(timeout * PS_PER_S)
             try:
                 sim.run(until=until)

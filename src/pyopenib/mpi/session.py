@@ -19,16 +19,14 @@ class Session(HandleObject):
     __module__ = "mpi4py.MPI"
     _constants: dict = {}
     _null_name = "SESSION_NULL"
+    _null_fint = -1
 
     @classmethod
     def Init(cls, info=None, errhandler=None):
-        """``MPI_Session_init`` is MPI-4: Open MPI 4.1 (MPI 3.1) does not provide it."""
+        """Raise ``NotImplementedError``: sessions are MPI-4, not in Open MPI 4.1."""
         raise NotImplementedError(
             "mpi4py.MPI.Session.Init is MPI-4; Open MPI 4.1 (MPI 3.1) does not provide it"
         )
-
-    def free(self) -> None:
-        """Finalize the session if not null (no session can be opened: nothing to do)."""
 
     def __repr__(self) -> str:
         return "<mpi4py.MPI.Session SESSION_NULL>" if not self else "<mpi4py.MPI.Session>"

@@ -7,6 +7,7 @@ A status stores its count in bytes, as Open MPI's ``_ucount``; ``Get_count`` and
 
 from __future__ import annotations
 
+import copyreg
 from array import array
 
 from .datatypes import DATATYPES
@@ -44,18 +45,20 @@ class Status(metaclass=MpiClass):
     (source, tag, error, cancelled, then the ``size_t`` byte count as two ints), so
     ``tomemory`` is a view a program can write through, as under mpi4py."""
 
-    __slots__ = ("_mem",)
+    __slots__ = ("_mem", "__weakref__")
 
-    def __init__(self, status: Status | None = None):
-        if status is None:
-            self._mem = array("i", (ANY_SOURCE, ANY_TAG, 0, 0, 0, 0))
-        elif isinstance(status, Status):
-            self._mem = array("i", status._mem)
-        else:
+    def __new__(cls, status: Status | None = None):
+        if status is not None and not isinstance(status, Status):
             raise TypeError(
                 f"Argument 'status' has incorrect type (expected Status, got "
                 f"{type(status).__name__})"
             )
+        new = object.__new__(cls)
+        if status is None:
+            new._mem = array("i", (ANY_SOURCE, ANY_TAG, 0, 0, 0, 0))
+        else:
+            new._mem = array("i", status._mem)
+        return new
 
     def _fill(self, source, tag, error, count, cancelled=False) -> None:
         """Set every field at once (completion paths; ``count`` in bytes)."""
@@ -105,32 +108,42 @@ class Status(metaclass=MpiClass):
 
     # -- getters and setters --------------------------------------------------------------
     def Get_source(self) -> int:
+        """Return the message source."""
         return self._source
 
     def Set_source(self, source: int) -> None:
+        """Set the message source."""
         self._mem[0] = _as_int(source, "source")
 
     def Get_tag(self) -> int:
+        """Return the message tag."""
         return self._tag
 
     def Set_tag(self, tag: int) -> None:
+        """Set the message tag."""
         self._mem[1] = _as_int(tag, "tag")
 
     def Get_error(self) -> int:
+        """Return the error code."""
         return self._error
 
     def Set_error(self, error: int) -> None:
+        """Set the error code."""
         self._mem[2] = _as_int(error, "error")
 
     def Get_count(self, datatype=_BYTE) -> int:
+        """Return the number of whole ``datatype`` items received."""
         return datatype._count_of(self._count)
 
     def Get_elements(self, datatype=_BYTE) -> int:
+        """Return the number of basic elements of ``datatype`` received."""
         return datatype._elements_of(self._count)  # basic elements, per the typemap
 
     def Set_elements(self, datatype, count: int) -> None:
-        """Set the count to ``count`` basic elements of ``datatype`` (whole instances'
-        worth of bytes, as Open MPI's ``MPI_Status_set_elements`` for a predefined type)."""
+        """Set the number of basic elements of ``datatype`` received.
+
+        It sets whole instances' worth of bytes, as Open MPI's ``MPI_Status_set_elements``
+        does for a predefined type."""
         count = _as_int(count, "count")
         size = datatype.Get_size()
         per_instance = datatype._elements_of(size) if size else 0
@@ -140,9 +153,11 @@ class Status(metaclass=MpiClass):
             self._count = count * size // per_instance
 
     def Is_cancelled(self) -> bool:
+        """Test whether the communication was cancelled."""
         return self._cancelled
 
     def Set_cancelled(self, flag: bool) -> None:
+        """Set the cancelled state."""
         self._mem[3] = 1 if flag else 0
 
     source = property(Get_source, Set_source, doc="Message source.")
@@ -173,7 +188,7 @@ class Status(metaclass=MpiClass):
     __hash__ = None
 
     def __reduce__(self):
-        return (_new_status, (), self.__getstate__())
+        return (copyreg.__newobj__, (type(self),), self.__getstate__())
 
     def __getstate__(self) -> dict:
         return {
@@ -194,7 +209,7 @@ class Status(metaclass=MpiClass):
         )
 
     def __copy__(self) -> Status:
-        return Status(self)
+        return type(self)(self)
 
     def py2f(self) -> list[int]:
         """The Fortran status: the six ints of ``ompi_status_public_t``."""
@@ -211,7 +226,3 @@ class Status(metaclass=MpiClass):
             f"<pyopenib.MPI.Status source={self._source} tag={self._tag} "
             f"error={self._error} count={self._count}>"
         )
-
-
-def _new_status() -> Status:
-    return Status()

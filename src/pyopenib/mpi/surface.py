@@ -15,7 +15,17 @@ the class, and gives instances the same answer unless the class defines ``__geta
 
 from __future__ import annotations
 
-__all__ = ["CLASS_NAMES", "MODULE_NAMES", "MpiClass", "NotInSubset", "missing_module_name"]
+import inspect
+import types
+
+__all__ = [
+    "CLASS_NAMES",
+    "MODULE_NAMES",
+    "MpiClass",
+    "NotInSubset",
+    "embed_signature",
+    "missing_module_name",
+]
 
 
 class NotInSubset(NotImplementedError, AttributeError):
@@ -55,12 +65,66 @@ def _instance_getattr(self, name: str):
     raise err
 
 
+class _Annotation(str):
+    """An annotation written as a string (``from __future__ import annotations``), shown
+    bare in a signature line as Cython shows mpi4py's (``int``, not ``'int'``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _bare(annotation):
+    return _Annotation(annotation) if isinstance(annotation, str) else annotation
+
+
+def signature_line(name: str, attr) -> str | None:
+    """The first line Cython's ``embedsignature`` gives mpi4py's docstrings, for ``attr``
+    (a function, classmethod, staticmethod or property) named ``name``: ``Get_rank(self)
+    -> int``, ``Create(cls, items=None) -> Info``, ``rank: int``. ``None`` for anything
+    else, or a callable whose signature Python cannot tell."""
+    if isinstance(attr, property):
+        fget = attr.fget
+        result = inspect.signature(fget).return_annotation if fget is not None else None
+        if result in (None, inspect.Signature.empty):
+            return name
+        return f"{name}: {_bare(result)!r}"
+    fn = attr.__func__ if isinstance(attr, classmethod | staticmethod) else attr
+    if not isinstance(fn, types.FunctionType):
+        return None
+    sig = inspect.signature(fn)
+    sig = sig.replace(
+        parameters=[p.replace(annotation=_bare(p.annotation)) for p in sig.parameters.values()],
+        return_annotation=_bare(sig.return_annotation),
+    )
+    return f"{name}{sig}"
+
+
+def embed_signature(name: str, attr) -> None:
+    """Make ``attr``'s docstring read as mpi4py's do in ``help()``: the signature line,
+    a blank line, then the docstring (its own indentation removed). Done once per
+    function or property, however many names or jobs it is reached by."""
+    target = attr.__func__ if isinstance(attr, classmethod | staticmethod) else attr
+    doc = attr.__doc__
+    line = signature_line(name, attr)
+    if not doc or line is None or target in _EMBEDDED:
+        return
+    target.__doc__ = f"{line}\n\n{inspect.cleandoc(doc)}"
+    _EMBEDDED.add(target)  # an alias (``cancel = Cancel``) keeps the first name's line
+
+
+_EMBEDDED: set = set()
+"""Functions and properties given their line (they live as long as their classes)."""
+
+
 class MpiClass(type):
-    """Metaclass of the ``mpi4py.MPI`` classes (see the module docstring)."""
+    """Metaclass of the ``mpi4py.MPI`` classes (see the module docstring); the public
+    methods and properties of pyopenib's own classes get mpi4py's signature lines."""
 
     def __new__(mcs, name, bases, ns, **kwds):
         if name in CLASS_NAMES and ns.get("__module__", "").startswith(("pyopenib.", "mpi4py")):
             ns["_mpi4py_class"] = True  # pyopenib's MPI.<name>, not a program's subclass
+            for attr_name, attr in ns.items():
+                embed_signature(attr_name, attr)
         inherited = any("__getattr__" in k.__dict__ for b in bases for k in b.__mro__)
         if "__getattr__" not in ns and not inherited:
             ns["__getattr__"] = _instance_getattr

@@ -144,14 +144,18 @@ def active() -> ThreadSupport:
 
 
 def Init_thread(required: int = THREAD_MULTIPLE) -> int:  # noqa: N802 - mpi4py's name
-    """The level provided: ``required`` capped at ``SUPPORTED``. MPI is initialised when a
-    rank starts, so this only fixes the level if nothing has asked for it yet."""
+    """Return the level of thread support provided: ``required`` capped at ``SUPPORTED``.
+
+    MPI is initialised when a rank starts, so this only fixes the level if nothing has
+    asked for it yet."""
     return active().level(required)
 
 
 def Query_thread() -> int:  # noqa: N802
+    """Return the level of thread support provided."""
     return active().level()
 
 
 def Is_thread_main() -> bool:  # noqa: N802
+    """Indicate whether this thread called ``Init`` (the simulator's thread)."""
     return threading.get_ident() == active().main_ident

@@ -311,7 +311,9 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
 
 
 def Compute_dims(nnodes: int, dims) -> list[int]:  # noqa: N802 - mpi4py's name
-    """``MPI_Dims_create`` as Open MPI computes it: the free dimensions get the prime
+    """Return a balanced distribution of processes per coordinate direction.
+
+    This is ``MPI_Dims_create`` as Open MPI computes it: the free dimensions get the prime
     factors of what the fixed ones leave, largest factor to the smallest bin, then
     sorted non-increasing."""
     dims = [0] * int(dims) if isinstance(dims, int) else [int(d) for d in dims]
@@ -351,12 +353,11 @@ class Topocomm(Intracomm):
     __slots__ = ()
     _kind = None
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        if self._s is not None:
-            topo = self._st().topo
-            if topo is None or self._kind not in (None, topo.kind):
-                raise TypeError(f"expecting a {self._what} communicator")
+    @classmethod
+    def _check_kind(cls, comm: Intracomm) -> None:
+        topo = comm._st().topo
+        if topo is None or cls._kind not in (None, topo.kind):
+            raise TypeError(f"expecting a {cls._what} communicator")
 
     _what = "topology"
 
@@ -392,7 +393,9 @@ class Topocomm(Intracomm):
 
     # -- neighbourhood collectives ------------------------------------------------------
     def _neighbor(self, st, sendbuf, recvbuf, kind: str, libnbc: bool = False):
-        """``libnbc``: the nonblocking and persistent forms (Open MPI's coll/libnbc)."""
+        """Build a neighbourhood collective's schedule.
+
+        ``libnbc``: the nonblocking and persistent forms (Open MPI's coll/libnbc)."""
         topo = st.topo
         if topo is None:
             raise Exception(_ERR_TOPOLOGY)
@@ -419,71 +422,87 @@ class Topocomm(Intracomm):
         return schedule
 
     def Neighbor_allgather(self, sendbuf, recvbuf) -> None:
+        """Gather a block from every neighbour (neighbourhood collective)."""
         self._blocking(self._neighbor, "MPI_Neighbor_allgather", sendbuf, recvbuf, "allgather")
 
     def Neighbor_allgatherv(self, sendbuf, recvbuf) -> None:
+        """Gather blocks of any size from every neighbour."""
         self._blocking(self._neighbor, "MPI_Neighbor_allgatherv", sendbuf, recvbuf, "allgatherv")
 
     def Neighbor_alltoall(self, sendbuf, recvbuf) -> None:
+        """Exchange a block with every neighbour."""
         self._blocking(self._neighbor, "MPI_Neighbor_alltoall", sendbuf, recvbuf, "alltoall")
 
     def Neighbor_alltoallv(self, sendbuf, recvbuf) -> None:
+        """Exchange blocks of any size with every neighbour."""
         self._blocking(self._neighbor, "MPI_Neighbor_alltoallv", sendbuf, recvbuf, "alltoallv")
 
     def Neighbor_alltoallw(self, sendbuf, recvbuf) -> None:
+        """Exchange blocks of any size and type with every neighbour."""
         self._blocking(self._neighbor, "MPI_Neighbor_alltoallw", sendbuf, recvbuf, "alltoallw")
 
     def Ineighbor_allgather(self, sendbuf, recvbuf):
+        """Start ``Neighbor_allgather``; return its request."""
         return self._nonblocking(
             self._neighbor, "MPI_Ineighbor_allgather", sendbuf, recvbuf, "allgather", True
         )
 
     def Ineighbor_allgatherv(self, sendbuf, recvbuf):
+        """Start ``Neighbor_allgatherv``; return its request."""
         return self._nonblocking(
             self._neighbor, "MPI_Ineighbor_allgatherv", sendbuf, recvbuf, "allgatherv", True
         )
 
     def Ineighbor_alltoall(self, sendbuf, recvbuf):
+        """Start ``Neighbor_alltoall``; return its request."""
         return self._nonblocking(
             self._neighbor, "MPI_Ineighbor_alltoall", sendbuf, recvbuf, "alltoall", True
         )
 
     def Ineighbor_alltoallv(self, sendbuf, recvbuf):
+        """Start ``Neighbor_alltoallv``; return its request."""
         return self._nonblocking(
             self._neighbor, "MPI_Ineighbor_alltoallv", sendbuf, recvbuf, "alltoallv", True
         )
 
     def Ineighbor_alltoallw(self, sendbuf, recvbuf):
+        """Start ``Neighbor_alltoallw``; return its request."""
         return self._nonblocking(
             self._neighbor, "MPI_Ineighbor_alltoallw", sendbuf, recvbuf, "alltoallw", True
         )
 
     def Neighbor_allgather_init(self, sendbuf, recvbuf, info=None):
+        """Create a persistent ``Neighbor_allgather``."""
         return self._persistent(
             self._neighbor, "MPI_Neighbor_allgather_init", sendbuf, recvbuf, "allgather", True
         )
 
     def Neighbor_allgatherv_init(self, sendbuf, recvbuf, info=None):
+        """Create a persistent ``Neighbor_allgatherv``."""
         return self._persistent(
             self._neighbor, "MPI_Neighbor_allgatherv_init", sendbuf, recvbuf, "allgatherv", True
         )
 
     def Neighbor_alltoall_init(self, sendbuf, recvbuf, info=None):
+        """Create a persistent ``Neighbor_alltoall``."""
         return self._persistent(
             self._neighbor, "MPI_Neighbor_alltoall_init", sendbuf, recvbuf, "alltoall", True
         )
 
     def Neighbor_alltoallv_init(self, sendbuf, recvbuf, info=None):
+        """Create a persistent ``Neighbor_alltoallv``."""
         return self._persistent(
             self._neighbor, "MPI_Neighbor_alltoallv_init", sendbuf, recvbuf, "alltoallv", True
         )
 
     def Neighbor_alltoallw_init(self, sendbuf, recvbuf, info=None):
+        """Create a persistent ``Neighbor_alltoallw``."""
         return self._persistent(
             self._neighbor, "MPI_Neighbor_alltoallw_init", sendbuf, recvbuf, "alltoallw", True
         )
 
     def neighbor_allgather(self, sendobj) -> list:
+        """Gather a Python object from every neighbour."""
         st = self._st()
         topo = self._topo()
         sends, recvs = topo.exchange_plan(st.rank)
@@ -495,6 +514,7 @@ class Topocomm(Intracomm):
             return [loads(got[i]) if i in got else None for i in range(indeg)]
 
     def neighbor_alltoall(self, sendobj) -> list:
+        """Exchange a Python object with every neighbour."""
         st = self._st()
         topo = self._topo()
         sends, recvs = topo.exchange_plan(st.rank)
@@ -517,13 +537,14 @@ def neighbor_exchange(ch, sends, recvs, blocks):
 
 
 class Cartcomm(Topocomm):
-    """``MPI.Cartcomm``: a Cartesian grid, ranks numbered row-major."""
+    """Cartesian topology intracommunicator: a grid, ranks numbered row-major."""
 
     __slots__ = ()
     _kind = CART
     _what = "Cartesian"
 
     def Get_dim(self) -> int:
+        """Return the number of dimensions."""
         return len(self._topo().dims)
 
     @property
@@ -535,6 +556,7 @@ class Cartcomm(Topocomm):
         return self.Get_dim()
 
     def Get_topo(self):
+        """Return the dimensions, periodicities and this process's coordinates."""
         topo = self._topo()
         return list(topo.dims), [int(p) for p in topo.periods], topo.coords(self._st().rank)
 
@@ -555,6 +577,7 @@ class Cartcomm(Topocomm):
         return self.Get_topo()[2]
 
     def Get_cart_rank(self, coords) -> int:
+        """Return the rank of the process at the given coordinates."""
         topo = self._topo()
         coords = list(coords)
         if len(coords) != len(topo.dims):
@@ -562,11 +585,13 @@ class Cartcomm(Topocomm):
         return topo.rank(coords)
 
     def Get_coords(self, rank: int) -> list[int]:
+        """Return the coordinates of the process at a rank."""
         if not 0 <= rank < len(self._st().group):
             raise Exception(_ERR_RANK)
         return self._topo().coords(rank)
 
     def Shift(self, direction: int, disp: int) -> tuple[int, int]:
+        """Return the source and destination ranks of a shift along a dimension."""
         return self._topo().shift(self._st().rank, direction, disp)
 
     def Sub(self, remain_dims) -> Cartcomm:
@@ -587,17 +612,18 @@ class Cartcomm(Topocomm):
             [d for d, k in zip(topo.dims, keep, strict=True) if k],
             [p for p, k in zip(topo.periods, keep, strict=True) if k],
         )
-        return Cartcomm(s)
+        return Cartcomm._of(s)
 
 
 class Graphcomm(Topocomm):
-    """``MPI.Graphcomm``: a general graph given by MPI's index/edges arrays."""
+    """General graph topology intracommunicator, given by MPI's index/edges arrays."""
 
     __slots__ = ()
     _kind = GRAPH
     _what = "general graph"
 
     def Get_dims(self) -> tuple[int, int]:
+        """Return the number of nodes and edges."""
         topo = self._topo()
         return len(topo.index), len(topo.edges)
 
@@ -614,6 +640,7 @@ class Graphcomm(Topocomm):
         return self.Get_dims()[1]
 
     def Get_topo(self):
+        """Return the index and edges of the graph."""
         topo = self._topo()
         return list(topo.index), list(topo.edges)
 
@@ -630,6 +657,7 @@ class Graphcomm(Topocomm):
         return self.Get_topo()[1]
 
     def Get_neighbors_count(self, rank: int) -> int:
+        """Return the number of neighbours of a rank."""
         return len(self._topo().neighbors(rank))
 
     @property
@@ -637,6 +665,7 @@ class Graphcomm(Topocomm):
         return self.Get_neighbors_count(self._st().rank)
 
     def Get_neighbors(self, rank: int) -> list[int]:
+        """Return the neighbours of a rank."""
         return list(self._topo().neighbors(rank))
 
     @property
@@ -645,17 +674,19 @@ class Graphcomm(Topocomm):
 
 
 class Distgraphcomm(Topocomm):
-    """``MPI.Distgraphcomm``: each rank knows its own in- and out-edges."""
+    """Distributed graph topology intracommunicator: each rank knows its own edges."""
 
     __slots__ = ()
     _kind = DIST_GRAPH
     _what = "distributed graph"
 
     def Get_dist_neighbors_count(self):
+        """Return the in-degree, out-degree and whether weighted."""
         topo = self._topo()
         return len(topo.sources), len(topo.destinations), topo.weighted
 
     def Get_dist_neighbors(self):
+        """Return the sources, destinations and weights."""
         topo = self._topo()
         weights = (list(topo.sweights), list(topo.dweights)) if topo.weighted else None
         return list(topo.sources), list(topo.destinations), weights

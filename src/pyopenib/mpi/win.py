@@ -36,12 +36,12 @@ from .constants import RMA, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODE
 from .context import current
 from .errhandler import WinErrhandlers
 from .errors import ERROR_CLASSES, Exception
+from .handles import HandleObject, MpiObject
 from .info import Info
 from .memory import buffer
 from .ops import OPS, Op, check_op
 from .request import Operation, Request, completed_request, wrap
 from .status import PROC_NULL, UNDEFINED, empty_fields
-from .surface import MpiClass
 
 __all__ = ["NAMES", "WIN_NULL", "Win"]
 
@@ -99,8 +99,8 @@ def _loc(better):
 
 
 _ACC_OPS = _accumulate_ops()
-_RMA_OPS = {OPS[name]: name for name in (*_ACC_OPS, "REPLACE", "NO_OP")}
-"""The ops an RMA call accepts, by their ``OPS`` name (user-defined ops are not)."""
+_RMA_OPS = (*_ACC_OPS, "REPLACE", "NO_OP")
+"""The ``OPS`` names of the ops an RMA call accepts (user-defined ops are not)."""
 
 
 def _osc_of(rc) -> OscModule:
@@ -113,7 +113,7 @@ def _osc_of(rc) -> OscModule:
 def _op_name(op, datatype=None) -> str:
     """``SUM`` for ``MPI.SUM`` (and, given ``datatype``, one it applies to, as Open MPI's
     ``ompi_op_is_valid``); ``MPI_ERR_OP`` for anything else, user-defined ops included."""
-    name = _RMA_OPS.get(op) if isinstance(op, Op) else None
+    name = next((n for n in _RMA_OPS if OPS[n] == op), None) if isinstance(op, Op) else None
     if name is None:
         raise _error("ERR_OP")
     if datatype is not None and name not in ("REPLACE", "NO_OP"):
@@ -121,10 +121,11 @@ def _op_name(op, datatype=None) -> str:
     return name
 
 
-class WinState:
+class WinState(MpiObject):
     """One rank's view of a window: communicator, osc part, flavor, epochs."""
 
     def __init__(self, comm, osc_win, flavor: int, memory, disp_unit: int, shared=None):
+        super().__init__()
         self.comm = comm
         self.st = comm._st()
         self.rc = self.st.rc
@@ -184,44 +185,22 @@ class _RmaOperation(Operation):
         return empty_fields(), None
 
 
-class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
-    """``MPI.Win``. ``Win()`` is the null window."""
+class Win(WinAttributes, WinErrhandlers, HandleObject):
+    """Remote memory access context."""
 
-    __slots__ = ("_w", "__weakref__")
+    __slots__ = ()
     __module__ = "mpi4py.MPI"
-
-    def __init__(self, win: Win | None = None):
-        if win is None:
-            self._w = None
-        elif isinstance(win, Win):
-            self._w = win._w
-        else:
-            raise TypeError(f"Win() argument must be Win, not {type(win).__name__}")
+    _constants: dict = {}
+    _null_name = "WIN_NULL"
 
     def _s(self) -> WinState:
-        w = self._w
+        w = self._obj
         if w is None:
             raise _error("ERR_WIN")
         return w
 
-    def __eq__(self, other):
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self._w is other._w
-
-    def __ne__(self, other):
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self._w is not other._w
-
-    def __hash__(self) -> int:
-        return id(self._w)
-
-    def __bool__(self) -> bool:
-        return self._w is not None
-
     def __repr__(self) -> str:
-        return f"<mpi4py.MPI.Win {'MPI_WIN_NULL' if self._w is None else self._w.name}>"
+        return f"<mpi4py.MPI.Win {'MPI_WIN_NULL' if self._obj is None else self._obj.name}>"
 
     # -- creation -----------------------------------------------------------------------
     @classmethod
@@ -242,8 +221,8 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         owin.remote = dup.allgather((key, size, disp_unit))
         _wait(rc, osc.connect([p for p in st.ranks if p != rc.rank]), "MPI_Win_create")
         win = cls.__new__(cls)
-        win._w = WinState(dup, owin, flavor, memory, disp_unit, shared)
-        win._w.info = info
+        win._obj = WinState(dup, owin, flavor, memory, disp_unit, shared)
+        win._obj.info = info
         return win
 
     @classmethod
@@ -257,6 +236,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
 
     @classmethod
     def Allocate(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> Win:
+        """Create a window over memory allocated by MPI."""
         if size < 0:
             raise _error("ERR_SIZE")
         return cls._make(
@@ -265,8 +245,10 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
 
     @classmethod
     def Allocate_shared(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> Win:
-        """One segment for the ranks of ``comm``, who must share a node (Open MPI's osc/sm:
-        ``MPI_ERR_RMA_SHARED`` otherwise); each rank's part follows the lower ranks'."""
+        """Create a window over one segment shared by the ranks of ``comm``.
+
+        They must share a node (Open MPI's osc/sm: ``MPI_ERR_RMA_SHARED`` otherwise);
+        each rank's part follows the lower ranks'."""
         comm = _comm_or_self(comm)
         if size < 0:
             raise _error("ERR_SIZE")
@@ -299,11 +281,13 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
 
     @classmethod
     def Create_dynamic(cls, info=None, comm=None) -> Win:
+        """Create a window without memory, to which memory is attached."""
         return cls._make(_comm_or_self(comm), None, 1, _DYNAMIC, info=info)
 
     def Shared_query(self, rank: int):
-        """(this process's view of ``rank``'s part, its disp_unit); PROC_NULL: the first
-        part with bytes, as Open MPI answers."""
+        """Return this process's view of ``rank``'s part and its displacement unit.
+
+        For PROC_NULL, the first part with bytes, as Open MPI answers."""
         w = self._s()
         if w.flavor != _SHARED:
             raise _error("ERR_RMA_FLAVOR")
@@ -316,6 +300,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return segment[start : start + n].view(buffer), unit
 
     def Attach(self, memory) -> None:
+        """Attach memory to a dynamic window."""
         w = self._s()
         if w.flavor != _DYNAMIC:
             raise _error("ERR_RMA_FLAVOR")
@@ -323,6 +308,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.osc.attached.append(w.osc.osc.register(data))
 
     def Detach(self, memory) -> None:
+        """Detach memory from a dynamic window."""
         w = self._s()
         if w.flavor != _DYNAMIC:
             raise _error("ERR_RMA_FLAVOR")
@@ -345,14 +331,11 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         if w.shared is not None and w.st.rank == 0:
             _SEGMENTS.get(w.rc.job, {}).pop(w.shared[2], None)
         w.comm.Free()
-        self._w = None
-
-    def free(self) -> None:
-        if self._w is not None:
-            self.Free()
+        self._obj = None
 
     # -- queries ------------------------------------------------------------------------
     def Get_group(self):
+        """Return the group of processes of the window."""
         return self._s().comm.Get_group()
 
     @property
@@ -372,6 +355,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return 0 if m is None else int(m.ctypes.data)
 
     def Get_attr(self, keyval: int):
+        """Return the value of a window attribute."""
         w = self._s()
         if keyval == WIN_BASE:
             return self._base()
@@ -404,11 +388,13 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return buffer() if m is None else m.view(buffer)
 
     def Get_name(self) -> str:
-        if self._w is None:
+        """Return the print name of the window."""
+        if self._obj is None:
             return "MPI_WIN_NULL"
-        return self._w.name
+        return self._obj.name
 
     def Set_name(self, name: str) -> None:
+        """Set the print name of the window."""
         self._s().name = str(name)
 
     @property
@@ -420,6 +406,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         self.Set_name(value)
 
     def Set_info(self, info) -> None:
+        """Set new values of the window's hints."""
         self._s().info = info
 
     def Get_info(self):
@@ -437,8 +424,9 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
 
     # -- checks -------------------------------------------------------------------------
     def _target(self, w: WinState, rank: int) -> bool:
-        """Whether ``rank`` is a target to act on (False for PROC_NULL); raises
-        ERR_RANK / ERR_RMA_SYNC as Open MPI does."""
+        """Tell whether ``rank`` is a target to act on (False for PROC_NULL).
+
+        Raises ERR_RANK / ERR_RMA_SYNC as Open MPI does."""
         if rank == PROC_NULL:
             return False
         if not 0 <= rank < w.st.size:
@@ -451,8 +439,9 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         raise _error("ERR_RMA_SYNC")
 
     def _await_post(self, w: WinState, rank: int) -> None:
-        """An access epoch of ``Start`` reaches ``rank`` once its POST arrived (osc/rdma
-        does not block in ``Start``: the first operation to each target waits)."""
+        """Wait until ``rank``'s POST of the ``Start`` epoch has arrived.
+
+        osc/rdma does not block in ``Start``: the first operation to each target waits."""
         if rank in w.start_seen or w.start_nocheck:
             return
         posts = w.osc.posts
@@ -462,8 +451,10 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.start_seen.add(rank)
 
     def _runs(self, w: WinState, rank: int, disp: int, count: int, dt) -> list:
-        """Where ``count`` x ``dt`` at ``disp`` lie in ``rank``'s window, as contiguous
-        (offset, length) pieces of the packed stream (Open MPI's target convertor)."""
+        """Return where ``count`` x ``dt`` at ``disp`` lie in ``rank``'s window.
+
+        They are contiguous (offset, length) pieces of the packed stream (Open MPI's
+        target convertor)."""
         base = disp if w.flavor == _DYNAMIC else disp * w.osc.remote[rank][2]
         nbytes = count * dt.size
         if not nbytes:
@@ -478,8 +469,9 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return [(int(where[i]), int(j - i)) for i, j in zip(starts, ends, strict=True)]
 
     def _issue(self, w: WinState, start, finish=None) -> object:
-        """Start an operation; ``finish`` (unpacking a result into the user's layout) runs
-        once it completed."""
+        """Start an operation; ``finish`` runs once it completed.
+
+        ``finish`` unpacks a result into the user's layout."""
         try:
             req = start()
         except OscError:
@@ -549,20 +541,26 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         )
 
     def Put(self, origin, target_rank: int, target=None) -> None:
+        """Put data into the memory of a target process."""
         self._put(origin, target_rank, target, "MPI_Put")
 
     def Get(self, origin, target_rank: int, target=None) -> None:
+        """Get data from the memory of a target process."""
         self._get(origin, target_rank, target, "MPI_Get")
 
     def Accumulate(self, origin, target_rank: int, target=None, op=None) -> None:
+        """Combine data into the memory of a target process."""
         self._acc(origin, None, target_rank, target, _sum(op), "MPI_Accumulate")
 
     def Get_accumulate(self, origin, result, target_rank: int, target=None, op=None) -> None:
+        """Combine data into a target's memory, fetching what it held."""
         self._acc(origin, result, target_rank, target, _sum(op), "MPI_Get_accumulate")
 
     def _single(self, w: WinState, origin, compare, result, target_rank: int):
-        """The fetch-and-op / compare-and-swap checks of mpi4py: one element each, of one
-        datatype; None for PROC_NULL, else (origin, compare, result) messages."""
+        """Check the buffers of fetch-and-op / compare-and-swap as mpi4py does.
+
+        One element each, of one datatype; None for PROC_NULL, else the (origin, compare,
+        result) messages."""
         omsg = message(origin, peer=target_rank)
         cmsg = None if compare is None else message(compare, peer=target_rank)
         rmsg = message(result, writable=True, peer=target_rank)
@@ -579,6 +577,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return omsg, cmsg, rmsg
 
     def Fetch_and_op(self, origin, result, target_rank: int, target_disp: int = 0, op=None) -> None:
+        """Combine one element into a target's memory, fetching what it held."""
         w = self._s()
         msgs = self._single(w, origin, None, result, target_rank)
         if msgs is None:
@@ -600,6 +599,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
     def Compare_and_swap(
         self, origin, compare, result, target_rank: int, target_disp: int = 0
     ) -> None:
+        """Replace one element in a target's memory if it equals a value."""
         w = self._s()
         msgs = self._single(w, origin, compare, result, target_rank)
         if msgs is None:
@@ -615,8 +615,10 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         )
 
     def _request(self, w: WinState, req) -> Request:
-        """A request-based call's ``Request``: complete when the operation completed at
-        the target (and, for the fetching ones, its result reached the user's buffer)."""
+        """Return a request-based call's ``Request``.
+
+        It completes when the operation completed at the target (and, for the fetching
+        ones, its result reached the user's buffer)."""
         if req is DONE:
             return completed_request(empty_fields())
 
@@ -627,17 +629,21 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return wrap(_RmaOperation(req, done))
 
     def Rput(self, origin, target_rank: int, target=None):
+        """Put data into a target's memory; return a request."""
         return self._request(self._s(), self._put(origin, target_rank, target, "MPI_Rput"))
 
     def Rget(self, origin, target_rank: int, target=None):
+        """Get data from a target's memory; return a request."""
         return self._request(self._s(), self._get(origin, target_rank, target, "MPI_Rget"))
 
     def Raccumulate(self, origin, target_rank: int, target=None, op=None):
+        """Combine data into a target's memory; return a request."""
         return self._request(
             self._s(), self._acc(origin, None, target_rank, target, _sum(op), "MPI_Raccumulate")
         )
 
     def Rget_accumulate(self, origin, result, target_rank: int, target=None, op=None):
+        """Combine data into a target's memory, fetching; return a request."""
         return self._request(
             self._s(),
             self._acc(origin, result, target_rank, target, _sum(op), "MPI_Rget_accumulate"),
@@ -656,6 +662,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
             self._finish(w)
 
     def Fence(self, assertion: int = 0) -> None:
+        """Synchronize the window: end one access epoch and start the next (collective)."""
         w = self._s()
         if w.locks or w.lock_all is not None or w.start is not None or w.post is not None:
             raise _error("ERR_RMA_SYNC")
@@ -664,6 +671,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.fence = not assertion & _NOSUCCEED
 
     def Start(self, group, assertion: int = 0) -> None:
+        """Start an access epoch to a group of targets (PSCW)."""
         w = self._s()
         if w.start is not None or w.locks or w.lock_all is not None:
             raise _error("ERR_RMA_SYNC")
@@ -673,6 +681,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.start_nocheck = bool(assertion & _NOCHECK)
 
     def Complete(self) -> None:
+        """Complete the access epoch started with ``Start``."""
         w = self._s()
         if w.start is None:
             raise _error("ERR_RMA_SYNC")
@@ -685,6 +694,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.start = None
 
     def Post(self, group, assertion: int = 0) -> None:
+        """Start an exposure epoch to a group of origins (PSCW)."""
         w = self._s()
         if w.post is not None:
             raise _error("ERR_RMA_SYNC")
@@ -705,6 +715,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.post = None
 
     def Wait(self) -> bool:
+        """Complete the exposure epoch started with ``Post``."""
         w = self._s()
         if w.post is None:
             raise _error("ERR_RMA_SYNC")
@@ -714,6 +725,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return True
 
     def Test(self) -> bool:
+        """Test whether the exposure epoch started with ``Post`` is complete."""
         w = self._s()
         if w.post is None:
             raise _error("ERR_RMA_SYNC")
@@ -725,6 +737,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         return True
 
     def Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:
+        """Start a passive-target access epoch at one target."""
         w = self._s()
         if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
             raise _error("ERR_LOCKTYPE")
@@ -743,6 +756,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.locks[rank] = (exclusive, nocheck)
 
     def Unlock(self, rank: int) -> None:
+        """Complete the passive-target access epoch at one target."""
         w = self._s()
         if rank == PROC_NULL:
             return
@@ -754,6 +768,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
             _wait(w.rc, [w.osc.osc.unlock(w.osc, rank, exclusive)], "MPI_Win_unlock")
 
     def Lock_all(self, assertion: int = 0) -> None:
+        """Start a shared passive-target access epoch at every target."""
         w = self._s()
         if w.lock_all is not None or w.locks or w.start is not None:
             raise _error("ERR_RMA_SYNC")
@@ -766,6 +781,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         w.lock_all = nocheck
 
     def Unlock_all(self) -> None:
+        """Complete the passive-target access epoch at every target."""
         w = self._s()
         if w.lock_all is None:
             raise _error("ERR_RMA_SYNC")
@@ -784,6 +800,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         raise _error("ERR_RMA_SYNC")
 
     def Flush(self, rank: int) -> None:
+        """Complete the operations issued to one target."""
         w = self._s()
         if rank == PROC_NULL:
             return
@@ -791,11 +808,13 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         self._complete_all(w, "MPI_Win_flush", {rank})
 
     def Flush_all(self) -> None:
+        """Complete the operations issued to every target."""
         w = self._s()
         self._passive(w, None)
         self._complete_all(w, "MPI_Win_flush_all")
 
     def Flush_local(self, rank: int) -> None:
+        """Complete locally the operations issued to one target."""
         w = self._s()
         if rank == PROC_NULL:
             return
@@ -803,6 +822,7 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
         self._complete_all(w, "MPI_Win_flush_local", {rank})
 
     def Flush_local_all(self) -> None:
+        """Complete locally the operations issued to every target."""
         w = self._s()
         self._passive(w, None)
         self._complete_all(w, "MPI_Win_flush_local_all")
@@ -819,12 +839,6 @@ class Win(WinAttributes, WinErrhandlers, metaclass=MpiClass):
             raise _error("ERR_GROUP")
         return ranks
 
-    # -- handles ------------------------------------------------------------------------
-    def toint(self) -> int:
-        return 0 if self._w is None else id(self._w)
-
-    py2f = toint
-
 
 def _sum(op):
     return OPS["SUM"] if op is None else op
@@ -836,7 +850,7 @@ def _is_bottom(memory) -> bool:
 
 
 def _comm_or_self(comm):
-    return Intracomm("self_comm") if comm is None else comm
+    return Intracomm._of("self_comm") if comm is None else comm
 
 
 def _element_dtype(dt) -> np.dtype:
@@ -876,7 +890,7 @@ def _target_spec(target, msg) -> tuple[int, int, object]:
     return disp, count, dt
 
 
-WIN_NULL = Win()
+WIN_NULL = Win._predefine("WIN_NULL", None)
 
 NAMES = {"Win": Win, "WIN_NULL": WIN_NULL}
 """What ``mpi4py.MPI`` exports from this module (its constants come from ``constants``)."""

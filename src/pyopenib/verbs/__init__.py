@@ -26,7 +26,7 @@ from ._objects import (
     SharedReceiveQueue,
     VerbsError,
 )
-from .fabric import open_devices
+from .fabric import attach_device, open_devices
 
 __all__ = [
     "Access",
@@ -49,5 +49,6 @@ __all__ = [
     "WcStatus",
     "WorkCompletion",
     "WrOpcode",
+    "attach_device",
     "open_devices",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..hw import DeviceModel, Fabric, Nic
 from ._objects import Context
 
-__all__ = ["open_devices"]
+__all__ = ["attach_device", "open_devices"]
 
 
 def open_devices(
@@ -21,3 +21,11 @@ def open_devices(
         names = [f"{m.id}:{i}" for i, m in enumerate(models)]
     nics = [Nic(sim, m, fabric, name) for m, name in zip(models, names, strict=True)]
     return [Context(nic) for nic in nics for _ in range(per_device)]
+
+
+def attach_device(neighbour: Context, model: DeviceModel, name: str, per_device: int = 1):
+    """Attach one more NIC, for a host that joins a running cluster (the nodes of a
+    spawned job), to the fabric of the opened device ``neighbour``, and open it
+    ``per_device`` times."""
+    nic = Nic(neighbour.sim, model, neighbour.nic.fabric, name)
+    return [Context(nic) for _ in range(per_device)]
