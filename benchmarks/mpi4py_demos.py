@@ -116,7 +116,7 @@ DEMOS: list[Demo] = [
     Demo("helloworld.py", 4),
     Demo("compute-pi/cpi-cco.py", 4, stdin="100\n"),
     Demo("compute-pi/cpi-rma.py", 4, stdin="100\n"),
-    Demo("compute-pi/cpi-dpm.py", 1, ("4",), stdin="100\n"),
+    Demo("compute-pi/cpi-dpm.py", 1, ("4",), stdin="100\n", timed=True),
     Demo("mandelbrot/mandelbrot.py", 7, timed=True),
     Demo("mandelbrot/mandelbrot-seq.py", 1, timed=True),
     Demo("nxtval/nxtval-threads.py", 4),
