@@ -12,6 +12,7 @@ from pathlib import Path
 
 BENCHMARKS = [
     "kernel",
+    "check",
     "policy_cost",
     "mpi_pingpong",
     "smpi_ratio",

@@ -205,3 +205,76 @@ def test_events_run_counts_the_callbacks_of_a_run_that_raised():
     except RuntimeError:
         pass
     assert sim.events_run == 2
+
+
+class _TieNominal(NominalOracle):
+    """Nominal answers, but with same-instant ties handed to ``TieControl``."""
+
+    def __init__(self):
+        from pyopenib.sim.ties import TieControl
+
+        self.ties = TieControl()
+        self.asked = 0
+
+    def choose(self, label, n):
+        self.asked += 1
+        return 0
+
+
+def _mixed_model(sim, log):
+    """Callbacks, timers (one withdrawn), processes, same-instant ties between objects."""
+
+    class Box:
+        def __init__(self, name):
+            self.name = name
+
+        def hit(self, k):
+            log.append((sim.now, self.name, k))
+
+    a, b = Box("a"), Box("b")
+    for k in range(5):
+        sim.schedule(k % 2 * 10, a.hit, k)
+        sim.schedule(k % 3 * 10, b.hit, k)
+    sim.timer(10, a.hit, 99).cancel()
+    sim.timer(20, b.hit, 98)
+
+    def proc():
+        for k in range(3):
+            sim.sleep(10)
+            log.append((sim.now, "p", k))
+
+    sim.spawn(proc, name="p")
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"until": 15}, {"max_events": 7}])
+def test_tie_control_with_nominal_answers_is_the_plain_loop(kwargs):
+    runs = []
+    for oracle in (None, _TieNominal()):
+        sim = Simulator(oracle=oracle)
+        log = []
+        _mixed_model(sim, log)
+        ran = sim.run(**kwargs)
+        runs.append((log, ran, sim.now, sim.events_run, sim.timers_withdrawn))
+        if oracle is not None:
+            assert oracle.asked == oracle.ties.ties_met > 0
+    assert runs[0] == runs[1]
+
+
+def test_a_tie_answer_reorders_objects_at_one_instant_only():
+    class Pick(NominalOracle):
+        def __init__(self):
+            from pyopenib.sim.ties import TieControl
+
+            self.ties = TieControl()
+
+        def choose(self, label, n):
+            assert label == "sim.tie"
+            return n - 1
+
+    sim = Simulator(oracle=Pick())
+    log = []
+    sim.schedule(0, log.append, "first")  # one object: list.append of one list
+    sim.schedule(5, log.append, "later")
+    sim.schedule(0, lambda: log.append("other"))  # another object, same instant
+    sim.run()
+    assert log == ["other", "first", "later"]

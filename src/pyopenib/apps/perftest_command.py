@@ -8,7 +8,14 @@ import click
 
 from ..hw.device_model import get_device_model
 from ..options import DEVICE_NAME
-from .perftest import ALL_SIZES, DEF_ITERS, TESTS, run_perftest
+from .perftest import (
+    ALL_SIZES,
+    DEF_ITERS,
+    TESTS,
+    BandwidthResult,
+    LatencyResult,
+    run_perftest,
+)
 
 __all__ = ["perftest", "format_report"]
 
@@ -56,8 +63,8 @@ def _header(setup) -> list[str]:
     return lines
 
 
-def _row(r) -> str:
-    if hasattr(r, "t_min"):
+def _row(r: LatencyResult | BandwidthResult) -> str:
+    if isinstance(r, LatencyResult):
         return (
             f" {r.size:<7} {r.iterations:<10} {r.t_min:>11.2f} {r.t_max:>14.2f}"
             f" {r.t_typical:>16.2f} {r.t_avg:>14.2f} {r.t_stdev:>16.2f}"

@@ -14,7 +14,9 @@ from contextlib import contextmanager
 
 import click
 
+from ..btl import build_job_btls, stall_report
 from ..config.limits import check_job_memory
+from ..config.mca import load_mca_from_process
 from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..mpi.package import program_command
@@ -43,10 +45,6 @@ buffer must hold it, or no message can leave."""
 
 register_topics(
     {
-        "run-btl-unavailable": (
-            "the openib BTL is not available in this build ({reason}); `pyopenib run` "
-            "needs pyopenib.btl.build_job_btls"
-        ),
         "run-device-choice": "give either --device ID or --devices MAP, not both",
         "run-wall-timeout": (
             "--wall-timeout {limit:g}: the job of {ranks} ranks ran out of real time and was "
@@ -89,11 +87,6 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices.
     ``mca`` is the resolved context (``job_settings``); without it this process's
     environment, parameter files and ``mca_pairs`` are resolved here."""
-    try:
-        from ..btl import build_job_btls
-        from ..config.mca import load_mca_from_process
-    except ImportError as exc:
-        raise PyopenibError("run-btl-unavailable", reason=str(exc)) from None
     if mca is None:
         mca = load_mca_from_process(cli_pairs=list(mca_pairs))
 
@@ -236,8 +229,6 @@ def run(
         click.echo("pyopenib: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if result.reason == "deadlock":
-        from ..btl import stall_report  # as openib_btls: the BTL is imported when used
-
         for line in stall_report(btls):
             click.echo(f"  {line}", err=True)
     failed = None

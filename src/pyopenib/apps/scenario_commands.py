@@ -265,8 +265,9 @@ def demo():
     """The headline story: the credit race on Chelsio T3, then the fix."""
     # OMPI_MCA_*, parameter files and the scenarios' default queues, as scenario resolves
     # them; each step then sets the credits policy it shows
-    ctx = scenario_settings((), None, ("chelsio-t3", "connectx"), "pyopenib demo",
-                            DEFAULT_QUEUES, 2)  # fmt: skip
+    ctx = scenario_settings(
+        (), None, ("chelsio-t3", "connectx"), "pyopenib demo", DEFAULT_QUEUES, 2
+    )
     pairs = ctx.explicit_pairs()
     console = Console()
     console.rule("[bold]1. Open MPI's policy: every credit message on QP 0 (smallest)")

@@ -18,6 +18,7 @@ from ..options import DEVICE_NAME, REPLAY_TOKEN, SECONDS
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..report import write_trace
 from ..sim import NominalOracle, RandomOracle, Tracer
+from ..sim.ties import TIE_LABEL
 from ..workers import Workers
 from .branches import branches_of
 from .critical import credit_story, critical_choice
@@ -25,9 +26,18 @@ from .explore import ExplorationResult, SelectiveScriptedOracle, explore_exhaust
 from .minimize import minimize
 from .monitor import BudgetReached, Monitor
 from .program import ProgramRun
-from .replay import RecordingOracle, ReplayOracle, ReplayToken, program_config, scenario_config
+from .replay import (
+    RecordingOracle,
+    ReplayOracle,
+    ReplayToken,
+    program_config,
+    scenario_config,
+    tie_control,
+)
 from .scenario_runs import RACE_LABELS, scenario_runner
-from .verdict import EXIT_INPUT, Coverage, verdict_lines
+from .search import SearchOracle, explore
+from .timing import Timing
+from .verdict import EXIT_INPUT, Coverage, search_verdict_lines, verdict_lines
 
 EXIT_COUNTEREXAMPLE = 1
 EXIT_INCOMPLETE = 2
@@ -141,6 +151,14 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
     help="Exhaustive: comma-separated choice-point labels that branch ('all' for every one) "
     f"[the race's that the run meets: {', '.join(sorted(RACE_LABELS))}].",
 )
+@click.option(
+    "--timing",
+    type=click.Choice([t.value for t in Timing]),
+    default=None,
+    help="Exhaustive: the timing space (nominal: same-instant ties only; bounds: durations "
+    "over the device intervals, cut where an order changes; untimed: hardware durations "
+    "free, only the hardware's ordering rules hold). Ties are choice points in every mode.",
+)
 @click.option("--max-executions", type=click.IntRange(min=1), default=20_000, show_default=True)
 @click.option(
     "--time-budget",
@@ -190,7 +208,7 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
     help="Run the executions on this Dask scheduler (or a local Dask cluster).",
 )
 def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations, exhaustive,
-          deviations, labels, max_executions, time_budget, runs, seed, replay, trace_file, jobs,
+          deviations, labels, timing, max_executions, time_budget, runs, seed, replay, trace_file, jobs,
           dask):  # fmt: skip
     """Explore orderings of a scenario or of an unmodified mpi4py PROGRAM.py: find a
     counterexample or report exactly what was covered.
@@ -198,6 +216,8 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
     Unless btl_openib_receive_queues is given, check uses small per-peer queues
     (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
+    if timing is not None and not exhaustive:
+        raise click.UsageError("--timing names the space of an exhaustive search: add --exhaustive")
     label_set = None if labels in (None, "all") else frozenset(x for x in labels.split(",") if x)
     if labels is not None and label_set is not None and not label_set:
         raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
@@ -210,7 +230,7 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
         return
     coverage, branches = _nominal(tgt)
     if exhaustive:
-        if labels is None:  # the race's labels this device has (T3: recv_wqe; split: usable)
+        if labels is None and timing is None:  # the race's labels this device has
             label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
         coverage.require(label_set, target)
     click.echo(tgt.title)
@@ -220,6 +240,9 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
             click.echo(line)
     for line in branches.lines():
         click.echo(line)
+    if exhaustive and timing is not None:
+        _timed_search(tgt, Timing(timing), deviations, labels, label_set, max_executions,
+                      time_budget, jobs, dask, trace_out)  # fmt: skip
     total = None
     if exhaustive and deviations <= 1:
         total = 1 + (coverage.level_one(label_set) if deviations else 0)
@@ -262,6 +285,35 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
     _counterexample(tgt, found, trace_out)
 
 
+def _timed_search(tgt, timing, bound, labels, label_set, max_executions, time_budget, jobs,
+                  dask, trace_out):  # fmt: skip
+    """``--timing``: the search of ``check/search.py`` (ties always branch; without
+    ``--labels`` every label does, since a timing mode names its own space)."""
+    search_labels = None if labels is None or label_set is None else label_set | {TIE_LABEL}
+    res, stop = _explore(
+        lambda w: explore(tgt.run, timing, bound, search_labels, max_executions, workers=w),
+        jobs, dask, time_budget, None,
+    )  # fmt: skip
+    if stop is not None:
+        click.echo(
+            f"INCOMPLETE (--time-budget {time_budget:g} s reached): {stop.executions} "
+            f"executions of timing {timing.value}, no failure among them. This is not a proof."
+        )
+        sys.exit(EXIT_INCOMPLETE)
+    v = res.violation
+    if v is None:
+        cut_by = None if res.complete else f"--max-executions {max_executions} reached"
+        for line in search_verdict_lines(res, search_labels, cut_by):
+            click.echo(line)
+        sys.exit(0 if res.complete else EXIT_INCOMPLETE)
+    click.echo(
+        f"COUNTEREXAMPLE (timing {timing.value}, level {v.level}, after {res.executions} "
+        f"executions, {res.classes} equivalence classes): {v.outcome}"
+    )
+    found = SearchOracle(v.script, timing, search_labels)
+    _counterexample(tgt, found, trace_out, timing.value)
+
+
 def _nominal(tgt):
     """The nominal run, recorded: its per-label coverage and the protocol branches it
     took. A bad device or MCA value fails here with one clear error, not in a worker."""
@@ -285,20 +337,21 @@ def _explore(search, jobs, dask, time_budget, total):
         sys.exit(EXIT_INTERRUPTED)
 
 
-def _counterexample(tgt, found, trace_out):
+def _counterexample(tgt, found, trace_out, timing: str | None = None):
     """Record the failing execution, reduce it, name its critical transition, print the
-    token and the replay commands, write the trace; exit 1."""
+    token and the replay commands, write the trace; exit 1. ``timing``: the search's
+    mode when ``found`` is a search oracle (its ties are choice points)."""
     recorded = RecordingOracle(found)
     first = tgt.run.execute(recorded)
-    small = minimize(tgt.run, recorded.deviations, first.text)
+    small = minimize(tgt.run, recorded.deviations, first.text, timing=timing)
     tracer = Tracer()
-    final = RecordingOracle(ReplayOracle(
-        [(a.position, a.kind, a.label, a.value) for a in small.deviations]), tracer)  # fmt: skip
+    kept = [(a.position, a.kind, a.label, a.value) for a in small.deviations]
+    final = RecordingOracle(ReplayOracle(kept, timing=timing), tracer)
     out = tgt.run.execute(final, trace=tracer)
     if out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
         raise RuntimeError("the reduced counterexample passed on replay: the model is not "
                            "deterministic")  # fmt: skip
-    token = ReplayToken.of(tgt.config, final.answers)
+    token = ReplayToken.of(tgt.config, final.answers, timing)
     how = "1-minimal" if small.one_minimal else "reduced (test budget reached)"
     if out.text != first.text:
         click.echo(f"  reduced, it fails as: {out.text}")
@@ -310,8 +363,9 @@ def _counterexample(tgt, found, trace_out):
         for a in final.deviations:
             click.echo(f"  choice point #{a.position}: {a.describe()}")
     else:
-        click.echo("no deviation needed: the nominal timing already fails")
-    _explain(tgt, final.answers, out, tracer)
+        first_run = "nominal timing" if timing is None else f"first execution of timing {timing}"
+        click.echo(f"no deviation needed: the {first_run} already fails")
+    _explain(tgt, final.answers, out, tracer, timing)
     _print_replay(tgt, token)
     failed = None
     if trace_out is not None:
@@ -319,8 +373,8 @@ def _counterexample(tgt, found, trace_out):
     sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
 
 
-def _explain(tgt, answers, out, tracer) -> None:
-    critical = critical_choice(tgt.run, answers)
+def _explain(tgt, answers, out, tracer, timing: str | None) -> None:
+    critical = critical_choice(tgt.run, answers, ties=tie_control if timing else None)
     click.echo("critical step (the first after which every continuation fails):")
     for line in critical.describe():
         click.echo(f"  {line}")
@@ -353,7 +407,7 @@ def _replay(tgt, token: ReplayToken, trace_out) -> None:
             click.echo(f"  {line}")
     failed = None
     if not out.ok:
-        _explain(tgt, recorded.answers, out, tracer)
+        _explain(tgt, recorded.answers, out, tracer, token.timing)
     if trace_out is not None:
         failed = _write(trace_out, tracer)
     sys.exit(exit_status(0 if out.ok else EXIT_COUNTEREXAMPLE, failed))

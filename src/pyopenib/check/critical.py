@@ -28,13 +28,15 @@ __all__ = ["CriticalChoice", "PrefixOracle", "critical_choice", "credit_story"]
 
 
 class PrefixOracle(Oracle):
-    """The recorded answers at the first ``prefix`` choice points, then ``then``'s."""
+    """The recorded answers at the first ``prefix`` choice points, then ``then``'s.
+    ``ties``: the tie control when the run's ties were choice points (a search's run)."""
 
-    def __init__(self, answers: list[Answer], prefix: int, then: Oracle):
+    def __init__(self, answers: list[Answer], prefix: int, then: Oracle, ties=None):
         self.answers = answers
         self.prefix = prefix
         self.then = then
         self.position = 0
+        self.ties = ties
 
     def _take(self) -> Answer | None:
         pos = self.position
@@ -47,7 +49,7 @@ class PrefixOracle(Oracle):
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
         a = self._take()
-        if a is not None and lo <= a.value <= hi:
+        if a is not None and a.label == label:
             return a.value
         return self.then.duration(label, lo, nominal, hi)
 
@@ -82,7 +84,8 @@ def _continuations(samples: int, seed: int):
         yield f"random seed {seed + i}", (lambda s=seed + i: RandomOracle(s))
 
 
-def critical_choice(run, answers: list[Answer], samples: int = 6, seed: int = 0) -> CriticalChoice:
+def critical_choice(run, answers: list[Answer], samples: int = 6, seed: int = 0,
+                    ties=None) -> CriticalChoice:  # fmt: skip
     """Binary search for the first prefix length whose every sampled continuation fails
     (fixing more of a failing run can only narrow what may still pass)."""
     tests = 0
@@ -92,7 +95,7 @@ def critical_choice(run, answers: list[Answer], samples: int = 6, seed: int = 0)
         nonlocal tests
         for name, make in _continuations(samples, seed):
             tests += 1
-            ok, _ = run(PrefixOracle(answers, p, make()))
+            ok, _ = run(PrefixOracle(answers, p, make(), ties() if ties else None))
             if ok:
                 passed_by[p] = name
                 return False

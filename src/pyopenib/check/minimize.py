@@ -33,9 +33,11 @@ def _key(answers) -> tuple:
     return tuple((a.position, a.kind, a.label, a.value) for a in answers)
 
 
-def minimize(run, deviations: list[Answer], outcome: str, budget: int = 300) -> Minimized:
+def minimize(run, deviations: list[Answer], outcome: str, budget: int = 300,
+             timing: str | None = None) -> Minimized:  # fmt: skip
     """``run(oracle) -> (ok, outcome)``; ``deviations`` of an execution that fails with
-    ``outcome``. Returns the reduced deviations (sorted by position) and their outcome."""
+    ``outcome`` (under ``timing``'s choice points, see ``ReplayOracle``). Returns the
+    reduced deviations (sorted by position) and their outcome."""
     tests = 0
     seen: dict[tuple, tuple[bool, list[Answer], str]] = {}
 
@@ -44,7 +46,7 @@ def minimize(run, deviations: list[Answer], outcome: str, budget: int = 300) -> 
         key = _key(candidate)
         if key not in seen:
             tests += 1
-            rec = RecordingOracle(ReplayOracle(key, strict=False))
+            rec = RecordingOracle(ReplayOracle(key, strict=False, timing=timing))
             ok, out = run(rec)
             seen[key] = (not ok, rec.deviations, out)
         return seen[key]

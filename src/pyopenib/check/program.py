@@ -9,7 +9,7 @@ ranks' output is captured per execution (an exploration of a thousand executions
 not print a thousand times); the counterexample's replay shows it.
 
 An execution fails when the job does not exit 0: a rank raised (a broken BTL invariant
-shows up as the rank's AssertionError), MPI_Abort, a transport failure (TERMINATE, RNR
+raises in the rank that polled), MPI_Abort, a transport failure (TERMINATE, RNR
 retries exhausted), a deadlock (every rank blocked, nothing pending) or the simulated
 time limit.
 """

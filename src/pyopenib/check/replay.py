@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from .. import __version__
 from ..errors import PyopenibError, register_topics
 from ..sim import Oracle
+from ..sim.ties import TieControl
+from .footprint import event_object
+from .timing import Timing
 
 __all__ = [
     "Answer",
@@ -113,6 +116,7 @@ class RecordingOracle(Oracle):
         self.inner = inner
         self.tracer = tracer
         self.answers: list[Answer] = []
+        self.ties = inner.ties  # same-instant ties stay choice points when inner's are
 
     def _where(self) -> tuple[int | None, int | None]:
         tr = self.tracer
@@ -166,12 +170,19 @@ class ReplayOracle(Oracle):
     ``strict``: a deviation whose choice point carries another label, or whose value the
     interval no longer allows, is a model that diverged (``replay-diverged``). Not strict
     (delta debugging tries subsets, whose later positions may shift): such a deviation
-    is dropped and the point answered nominal; the candidate is re-recorded anyway."""
+    is dropped and the point answered nominal; the candidate is re-recorded anyway.
 
-    def __init__(self, deviations, strict: bool = True):
+    ``timing``: the search's timing mode when the execution came from one
+    (``check/timing.py``): same-instant ties are then choice points (a ``TieControl``
+    naming objects as the search did), and a duration may lie outside the device's
+    interval (``untimed`` frees them)."""
+
+    def __init__(self, deviations, strict: bool = True, timing: str | None = None):
         self.deviations = {d[0]: d for d in deviations}  # position -> (pos, kind, label, value)
         self.strict = strict
         self.position = 0
+        self.timing = timing
+        self.ties = tie_control() if timing is not None else None
 
     def _recorded(self, label: str, kind: str, fits) -> int | None:
         pos = self.position
@@ -194,8 +205,15 @@ class ReplayOracle(Oracle):
         return 0 if value is None else value
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
-        value = self._recorded(label, "duration", lambda v: lo <= v <= hi)
+        free = self.timing == Timing.UNTIMED.value
+        value = self._recorded(label, "duration", lambda v: v >= 0 if free else lo <= v <= hi)
         return nominal if value is None else value
+
+
+def tie_control():
+    """The tie control a replay needs: same-instant events grouped by object as the
+    search groups them (the QP for a NIC callback)."""
+    return TieControl(event_object)
 
 
 def scenario_config(name: str, devices, mca_pairs, iterations, nprocs) -> dict:
@@ -252,11 +270,13 @@ class ReplayToken:
     config: dict
     deviations: tuple[tuple[int, str, str, int], ...]
     """(position, kind, label, value) of every answer that is not nominal."""
+    timing: str | None = None
+    """The search's timing mode (ties are choice points), or None: durations only."""
 
     @classmethod
-    def of(cls, config: dict, answers) -> ReplayToken:
-        return cls(config, tuple((a.position, a.kind, a.label, a.value) for a in answers
-                                 if a.deviates))  # fmt: skip
+    def of(cls, config: dict, answers, timing: str | None = None) -> ReplayToken:
+        devs = tuple((a.position, a.kind, a.label, a.value) for a in answers if a.deviates)
+        return cls(config, devs, timing)
 
     @property
     def digest(self) -> str:
@@ -269,6 +289,7 @@ class ReplayToken:
             "config": self.config,
             "digest": self.digest,
             "deviations": [list(d) for d in self.deviations],
+            "timing": self.timing,
         }
         raw = zlib.compress(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), 9)
         return TOKEN_PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -287,9 +308,12 @@ class ReplayToken:
                 (int(p), str(k), str(lbl), int(v)) for p, k, lbl, v in body["deviations"]
             )
             digest = body["digest"]
+            timing = body["timing"]
+            if timing is not None and timing not in {t.value for t in Timing}:
+                raise ValueError(f"unknown timing mode {timing!r}")
         except (ValueError, KeyError, TypeError, zlib.error) as exc:
             raise _bad(f"it is damaged: {exc}") from None
-        token = cls(config, deviations)
+        token = cls(config, deviations, timing)
         if not isinstance(config, dict) or token.digest != digest:
             raise _bad("its configuration does not match its digest: it was edited or cut")
         return token
@@ -303,7 +327,7 @@ class ReplayToken:
             )
 
     def oracle(self, strict: bool = True) -> ReplayOracle:
-        return ReplayOracle(self.deviations, strict)
+        return ReplayOracle(self.deviations, strict, self.timing)
 
     def scenario_oracle(self, name: str, devices, mca_pairs, iterations, nprocs) -> ReplayOracle:
         """The oracle of ``pyopenib scenario --replay``: refused unless the scenario's

@@ -21,7 +21,7 @@ from ..errors import PyopenibError, register_topics
 from ..sim.choice import duration_options
 from .replay import Answer
 
-__all__ = ["Coverage", "EXIT_INPUT", "verdict_lines"]
+__all__ = ["Coverage", "EXIT_INPUT", "search_verdict_lines", "verdict_lines"]
 
 EXIT_INPUT = 2
 
@@ -137,3 +137,38 @@ def verdict_lines(res, coverage: Coverage, labels, bound: int, cut_by: str | Non
         f"INCOMPLETE ({cut_by}): {res.executions} executions of {space}; {levels}; no "
         "failure among them. This is not a proof."
     ]
+
+
+def search_verdict_lines(res, labels, cut_by: str | None) -> list[str]:
+    """The verdict of a timing-mode search (``check/search.py``) without a violation."""
+    mode = res.timing.value
+    names = "every label" if labels is None else ", ".join(sorted(labels))
+    space = (
+        f"every execution of timing {mode} that deviates from its first execution at no "
+        f"more than {res.bound} of the {res.choice_points} branching choice points "
+        f"({res.ties} same-instant ties; labels: {names})"
+    )
+    reduced = (
+        f"{res.executions} executions, {res.classes} equivalence classes, "
+        f"{res.pruned} tie alternatives pruned as commuting"
+    )
+    levels = (
+        f"levels 0..{res.levels_complete} complete"
+        if res.levels_complete >= 0
+        else "no level complete"
+    )
+    if res.complete:
+        return [f"PROVED for this configuration: {space} was covered: {reduced}, {levels}, "
+                "no failure", f"  timing {mode}: {_MODE_MEANS[mode]}"]  # fmt: skip
+    return [f"INCOMPLETE ({cut_by}): {reduced} of {space}; {levels}; no failure among them. "
+            "This is not a proof."]  # fmt: skip
+
+
+_MODE_MEANS = {
+    "nominal": "every duration nominal; only the order of same-instant events of different "
+    "objects varies",
+    "bounds": "every duration anywhere in its device interval, one value per distinct order "
+    "against the pending events",
+    "untimed": "hardware durations free; only the hardware's ordering rules hold (FIFO work "
+    "queues, PCIe posted writes in order, in-order RC delivery, causality)",
+}

@@ -36,7 +36,15 @@ __all__ = [
     "HEADER_BYTES",
     "rnr_timer_ps",
     "ack_timeout_ps",
+    "SendQueue",
+    "ReceiveQueue",
+    "WorkQueue",
+    "TransmitQueue",
+    "RequesterState",
+    "ResponderState",
+    "TracedWrId",
     "trace_id",
+    "flush_wc",
 ]
 
 HEADER_BYTES = {"ib": 26, "iwarp": 78}
@@ -99,67 +107,6 @@ class _Msg:
         self.read_data = None
 
 
-class HwSrq:
-    """A shared receive queue: receives usable ``recv_usable`` after posting, limit event."""
-
-    __slots__ = (
-        "nic",
-        "max_wr",
-        "entries",
-        "limit",
-        "armed",
-        "srq_num",
-        "last_ready",
-        "async_handler",
-    )
-
-    def __init__(self, nic, max_wr: int, srq_num: int, async_handler=None):
-        self.nic = nic
-        self.async_handler = async_handler
-        self.max_wr = max_wr
-        self.entries: deque = deque()  # [RecvWR, usable]
-        self.limit = 0
-        self.armed = False
-        self.srq_num = srq_num
-        self.last_ready = 0
-
-    def post(self, wr: RecvWR) -> None:
-        entry = [wr, False]
-        self.entries.append(entry)
-        sim = self.nic.sim
-        when = sim.now + sim.duration("nic.recv_usable", *self.nic.model.recv_usable)
-        if when < self.last_ready:
-            when = self.last_ready  # receives become usable in posting order
-        self.last_ready = when
-        sim.schedule(when - sim.now, _mark_usable, entry)
-
-    def take(self):
-        entries = self.entries
-        if not entries or not entries[0][1]:
-            return None
-        wr = entries.popleft()[0]
-        if self.armed and len(entries) < self.limit:
-            self.armed = False
-            # ibverbs names the SRQ in the event; the model carries its number in qp_num
-            self.nic.raise_async(
-                self.async_handler, AsyncEventType.SRQ_LIMIT_REACHED, self.srq_num, "limit reached"
-            )
-        return wr
-
-    def backlog(self) -> tuple[int, int]:
-        """(posted receives, of which usable)."""
-        entries = self.entries
-        return len(entries), sum(1 for e in entries if e[1])
-
-    def arm(self, limit: int) -> None:
-        self.limit = limit
-        self.armed = limit > 0
-
-
-def _mark_usable(entry) -> None:
-    entry[1] = True
-
-
 class SendQueue:
     """The send queue's accounting: WRs posted and not yet completed (verbs refuses a
     post beyond ``max_send_wr``), unsignaled WRs retired since the last signaled one
@@ -204,6 +151,52 @@ class ReceiveQueue:
         return len(entries), sum(1 for e in entries if e[1])
 
 
+class HwSrq(ReceiveQueue):
+    """A shared receive queue: the receive queue of every QP attached to it, its entries
+    usable ``recv_usable`` after posting, with the limit event (``IBV_EVENT_SRQ_LIMIT_
+    REACHED``) once fewer than ``limit`` remain while armed. (``last_cqe`` stays unused:
+    receive completions are ordered per QP, in the QP's own ``rq``.)"""
+
+    __slots__ = ("nic", "max_wr", "limit", "armed", "srq_num", "async_handler")
+
+    def __init__(self, nic, max_wr: int, srq_num: int, async_handler=None):
+        super().__init__()
+        self.nic = nic
+        self.async_handler = async_handler
+        self.max_wr = max_wr
+        self.limit = 0
+        self.armed = False
+        self.srq_num = srq_num
+
+    def post(self, wr: RecvWR) -> None:
+        entry = [wr, False]
+        self.entries.append(entry)
+        sim = self.nic.sim
+        when = sim.now + sim.duration("nic.recv_usable", *self.nic.model.recv_usable)
+        if when < self.last_ready:
+            when = self.last_ready  # receives become usable in posting order
+        self.last_ready = when
+        sim.schedule(when - sim.now, _mark_usable, entry)
+
+    def take(self) -> RecvWR | None:
+        wr = ReceiveQueue.take(self)
+        if wr is not None and self.armed and len(self.entries) < self.limit:
+            self.armed = False
+            # ibverbs names the SRQ in the event; the model carries its number in qp_num
+            self.nic.raise_async(
+                self.async_handler, AsyncEventType.SRQ_LIMIT_REACHED, self.srq_num, "limit reached"
+            )
+        return wr
+
+    def arm(self, limit: int) -> None:
+        self.limit = limit
+        self.armed = limit > 0
+
+
+def _mark_usable(entry) -> None:
+    entry[1] = True
+
+
 class WorkQueue:
     """What the work-queue engine processes: ``fifo`` is the send engine's queue on a
     ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one;
@@ -238,7 +231,8 @@ class TransmitQueue:
 class RequesterState:
     """The RC requester of one QP: message and packet sequence numbers, the messages sent
     and not yet acknowledged, the transport timer (one per QP, re-armed lazily: see
-    ``Requester.rto_expired``), the READ response being received, and its counters."""
+    ``Requester.rto_start``), the READ response being received, and the RNR NAKs and
+    retransmissions it has seen (what a driver's debug counters show)."""
 
     __slots__ = (
         "next_msn",
@@ -252,8 +246,6 @@ class RequesterState:
         "resp_next",
         "rnr_naks_received",
         "retransmissions",
-        "bytes_sent",
-        "messages_sent",
     )
 
     def __init__(self):
@@ -268,8 +260,6 @@ class RequesterState:
         self.resp_next = 0
         self.rnr_naks_received = 0
         self.retransmissions = 0
-        self.bytes_sent = 0
-        self.messages_sent = 0
 
 
 class ResponderState:
@@ -284,7 +274,6 @@ class ResponderState:
         "cur_recv",
         "cur_write",
         "rnr_waiting",
-        "rnr_naks_sent",
     )
 
     def __init__(self):
@@ -294,7 +283,6 @@ class ResponderState:
         self.cur_recv: RecvWR | None = None
         self.cur_write = None
         self.rnr_waiting = False
-        self.rnr_naks_sent = 0
 
 
 class HwQp:

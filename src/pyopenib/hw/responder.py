@@ -162,7 +162,6 @@ class Responder:
             self.port.send_ctrl(self._ctrl_packet(qp, TERMINATE, pkt.msn, reason))
             self.nic.to_error(qp, f"TERMINATE sent: {reason}")
             return
-        qp.resp.rnr_naks_sent += 1
         qp.resp.rnr_waiting = True
         if tr is not None:
             tr.emit("hw", "rnr_nak_sent", qp.actor, msn=pkt.msn, posted=posted, usable=usable)

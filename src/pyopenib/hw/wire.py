@@ -1,7 +1,7 @@
 """The wire: full-duplex links into one switch with an output queue per port.
 
 Topology is a star: every NIC port has a link to the switch. A packet leaves a NIC when
-the NIC's transmit arbiter has serialized it (see ``nic.Nic._tx_next``). The switch is
+the NIC's transmit arbiter has serialized it (see ``port.TransmitPort``). The switch is
 cut-through, as InfiniBand switches and the 10GbE-and-later switches modelled here are:
 the packet's head reaches the switch one link latency after it left the NIC, and after
 the switch latency it is forwarded — at once if the destination's output port is free,

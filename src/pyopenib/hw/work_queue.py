@@ -199,7 +199,6 @@ class WorkQueueEngine:
             pkt.imm_data = wr.imm_data
             pkt.payload = payload
             msg.packets.append(pkt)
-            req.bytes_sent += length
         else:
             length = len(payload)
             mtu = qp.path_mtu
@@ -220,8 +219,6 @@ class WorkQueueEngine:
                 pkt.imm_data = wr.imm_data
                 msg.packets.append(pkt)
             msg.packets[-1].payload = payload
-            req.bytes_sent += length
-        req.messages_sent += 1
         tr = self.sim.tracer
         if tr is not None:
             tr.emit(

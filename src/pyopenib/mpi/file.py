@@ -44,7 +44,7 @@ from .datatypes import DATATYPES
 from .errhandler import RoutedErrors
 from .errors import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
-from .info import Info
+from .info import GivenHints
 from .request import completed_request
 from .status import ANY_SOURCE, ANY_TAG
 
@@ -222,7 +222,7 @@ class _NullFile:
 _NULL_FILE = _NullFile()
 
 
-class File(RoutedErrors, HandleObject):
+class File(RoutedErrors, GivenHints, HandleObject):
     """File I/O context."""
 
     __slots__ = ()
@@ -360,23 +360,6 @@ class File(RoutedErrors, HandleObject):
     @property
     def group_rank(self) -> int:
         return self._s().st.rank
-
-    def Set_info(self, info) -> None:
-        """Set new values of the file's hints."""
-        self._s().info = info
-
-    def Get_info(self):
-        """Return the hints in use for the file."""
-        info = self._s().info
-        return info.Dup() if info else Info.Create()
-
-    @property
-    def info(self):
-        return self.Get_info()
-
-    @info.setter
-    def info(self, value) -> None:
-        self.Set_info(value)
 
     def Set_atomicity(self, flag: bool) -> None:
         """Set the atomicity mode of the file (collective)."""

@@ -47,9 +47,9 @@ class MpiObject:
 
     __slots__ = ("hid", "fint", "predefined", "__weakref__")
 
-    def __init__(self, fint: int | None = None):
+    def __init__(self):
         self.hid = next(_IDS)
-        self.fint = fint
+        self.fint: int | None = None
         self.predefined: str | None = None
         _BY_ID[self.hid] = self
 

@@ -22,7 +22,7 @@ from .errors import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .threads import Query_thread
 
-__all__ = ["INFO_ENV", "INFO_NULL", "Info", "NAMES", "info_items"]
+__all__ = ["INFO_ENV", "INFO_NULL", "GivenHints", "Info", "NAMES", "info_items"]
 
 _ERR_INFO = ERROR_CLASSES["ERR_INFO"][0]
 _ERR_INFO_KEY = ERROR_CLASSES["ERR_INFO_KEY"][0]
@@ -285,6 +285,31 @@ def _environment() -> dict[str, str]:
         "ompi_first_rank": "0",
         "ompi_np": str(rc.size),
     }
+
+
+class GivenHints:
+    """``Set_info``/``Get_info``/``info`` of a window or a file: the hints the program gave
+    (its state's ``info``), as osc/rdma and OMPIO keep no hints of their own to report."""
+
+    __slots__ = ()
+
+    def Set_info(self, info) -> None:
+        """Set new values of the hints."""
+        self._s().info = info
+
+    def Get_info(self) -> Info:
+        """Return the hints in use: a copy of those given."""
+        info = self._s().info
+        return info.Dup() if info else Info.Create()
+
+    @property
+    def info(self) -> Info:
+        """Info hints."""
+        return self.Get_info()
+
+    @info.setter
+    def info(self, value) -> None:
+        self.Set_info(value)
 
 
 INFO_NULL = Info._predefine("INFO_NULL", None)

@@ -115,8 +115,9 @@ class buffer(np.ndarray, metaclass=MpiClass):  # noqa: N801 - mpi4py's name
         return view.cast(format) if shape is Ellipsis else view.cast(format, shape)
 
     def tobytes(self, order=None) -> bytes:
-        """Return the data in the buffer as a byte string (``order`` is ignored, as
-        mpi4py ignores it: the bytes are one-dimensional)."""
+        """Return the data in the buffer as a byte string.
+
+        ``order`` is ignored, as mpi4py ignores it: the bytes are one-dimensional."""
         self._check_cpu_accessible()
         return super().tobytes()
 

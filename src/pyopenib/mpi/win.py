@@ -37,7 +37,7 @@ from .context import current
 from .errhandler import WinErrhandlers
 from .errors import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
-from .info import Info
+from .info import GivenHints
 from .memory import buffer
 from .ops import OPS, Op, check_op
 from .request import Operation, Request, completed_request, wrap
@@ -185,7 +185,7 @@ class _RmaOperation(Operation):
         return empty_fields(), None
 
 
-class Win(WinAttributes, WinErrhandlers, HandleObject):
+class Win(WinAttributes, WinErrhandlers, GivenHints, HandleObject):
     """Remote memory access context."""
 
     __slots__ = ()
@@ -404,23 +404,6 @@ class Win(WinAttributes, WinErrhandlers, HandleObject):
     @name.setter
     def name(self, value: str) -> None:
         self.Set_name(value)
-
-    def Set_info(self, info) -> None:
-        """Set new values of the window's hints."""
-        self._s().info = info
-
-    def Get_info(self):
-        """The window's hints: a copy of what was given (Open MPI keeps none of its own)."""
-        info = self._s().info
-        return info.Dup() if info else Info.Create()
-
-    @property
-    def info(self):
-        return self.Get_info()
-
-    @info.setter
-    def info(self, value) -> None:
-        self.Set_info(value)
 
     # -- checks -------------------------------------------------------------------------
     def _target(self, w: WinState, rank: int) -> bool:

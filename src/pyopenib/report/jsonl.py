@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 
 from ..errors import PyopenibError, register_topics
+from ..sim.schema import COLUMNS
 
 __all__ = ["write_jsonl", "read_jsonl", "RESERVED_KEYS"]
 
-RESERVED_KEYS = ("t_ps", "layer", "kind", "actor")
+RESERVED_KEYS = COLUMNS
+"""The columns of a line (``sim.schema.COLUMNS``); fields come after them."""
 
 register_topics(
     {

@@ -6,8 +6,10 @@ Semantics (what the rest of the project may rely on):
 * ``schedule(delay, fn, *args)`` runs ``fn(*args)`` at ``now + delay``. Callbacks due at the
   same instant run in the order they were scheduled (FIFO by a sequence number), so a run
   is a pure function of its inputs and of the oracle's answers at the choice points.
-  Races that real hardware has at one instant are modelled explicitly by the layers above
-  through ``choose``/``duration``; the kernel itself never reorders.
+  Under an oracle that carries a ``TieControl`` (``oracle.ties``; exploration only) the
+  callbacks due at one instant that belong to *different* objects become a choice point
+  (``sim.tie``): option 0 is the scheduling order above, so the nominal answer of every
+  tie reproduces the plain run exactly. A plain run never takes that path.
 * ``run(until=None, max_events=None)`` executes events until the heap is empty, the next
   event lies beyond ``until`` (the clock is then advanced to ``until``) or ``max_events``
   callbacks ran. It returns the number of callbacks executed; a withdrawn timer is not one
@@ -109,7 +111,6 @@ class Simulator:
     def __init__(self, seed: int = 0, oracle: Oracle | None = None, tracer: Tracer | None = None):
         self.now = 0
         self.seed = seed
-        self.oracle = oracle if oracle is not None else NominalOracle()
         self.tracer = tracer
         if tracer is not None:
             tracer.bind(self)
@@ -119,6 +120,7 @@ class Simulator:
         self._seq = 0
         self._loop = getcurrent()
         self._processes: list[Process] = []
+        self.oracle = oracle if oracle is not None else NominalOracle()
 
     # -- scheduling ---------------------------------------------------------------------
     def schedule(self, delay: int, fn, *args) -> None:
@@ -152,7 +154,10 @@ class Simulator:
         start = self._seq - len(heap)
         withdrawn = self.timers_withdrawn
         try:
-            self._run(heap, until, max_events)
+            if self.ties is None:
+                self._run(heap, until, max_events)
+            else:
+                self.ties.run(self, heap, until, max_events)
         finally:
             ran = self._seq - len(heap) - start - (self.timers_withdrawn - withdrawn)
             self.events_run += ran
@@ -255,6 +260,25 @@ class Simulator:
         self.schedule(delay, ev.succeed, value)
         return ev
 
+    @property
+    def processes(self) -> tuple[Process, ...]:
+        """Every process spawned so far (alive or done), in spawn order."""
+        return tuple(self._processes)
+
+    @property
+    def scheduled(self) -> int:
+        """How many entries were ever put on the heap: the sequence number of the latest
+        one. An explorer reads it around a callback to learn which events it scheduled."""
+        return self._seq
+
+    def pending(self):
+        """The pending heap entries ``(when, seq, fn, args)`` in no particular order,
+        withdrawn timers left out: what an explorer orders a new event against."""
+        for entry in self._heap:
+            fn = entry[2]
+            if fn.__class__ is not Timer or not fn.cancelled:
+                yield entry
+
     def blocked_processes(self) -> list[Process]:
         """Processes that are alive and waiting (used for deadlock reports)."""
         return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
@@ -283,6 +307,9 @@ class Simulator:
         nominal value directly, and ``nominal`` is True: the hottest hardware paths read
         an interval's nominal value themselves instead of calling ``duration``."""
         self._oracle = oracle
+        self.ties = ties = oracle.ties
+        if ties is not None:
+            ties.bind(self)
         self.nominal = type(oracle) is NominalOracle
         if self.nominal:
             self.duration = _nominal_duration

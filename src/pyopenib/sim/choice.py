@@ -28,7 +28,13 @@ def duration_options(lo: int, nominal: int, hi: int) -> tuple[int, ...]:
 
 
 class Oracle:
-    """Answers choice points. Subclasses override ``choose``; ``duration`` maps onto it."""
+    """Answers choice points. Subclasses override ``choose``; ``duration`` maps onto it.
+
+    ``ties``: a ``TieControl`` when same-instant events of different objects are choice
+    points too (an explorer's oracle); ``None`` keeps the kernel's scheduling order and
+    its fast loop."""
+
+    ties = None
 
     def choose(self, label: str, n: int) -> int:
         raise NotImplementedError

@@ -4,14 +4,18 @@ Emitting code is written ``tr = sim.tracer`` / ``if tr is not None: tr.emit(...)
 without tracing pays one attribute check. An event is a tuple
 ``(time_ps, layer, kind, actor, fields)`` where ``fields`` is a tuple of ``(name, value)``
 pairs with plain values (ints, strings) — exporters in ``report/`` turn them into JSON
-lines, Perfetto traces and sequence diagrams.
+lines, Perfetto traces and sequence diagrams. Every kind is declared in ``schema``;
+``ValidatingTracer`` checks each event against it as it is emitted (tests, debugging),
+so the plain tracer pays nothing for the schema.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-__all__ = ["Tracer", "TraceEvent"]
+from .schema import validate
+
+__all__ = ["Tracer", "TraceEvent", "ValidatingTracer"]
 
 TraceEvent = tuple  # (time_ps, layer, kind, actor, ((name, value), ...))
 
@@ -39,3 +43,15 @@ class Tracer:
 
     def __len__(self) -> int:
         return len(self.events)
+
+
+class ValidatingTracer(Tracer):
+    """A tracer that checks every event against ``schema`` when it is emitted: an emitter
+    that drifts from the declaration fails at the line that emitted it."""
+
+    def emit(self, layer: str, kind: str, actor: str, **fields) -> None:
+        if self.layers is not None and layer not in self.layers:
+            return
+        event = (self.sim.now, layer, kind, actor, tuple(fields.items()))
+        validate(event)
+        self.events.append(event)

@@ -1,0 +1,94 @@
+"""Check benchmark: the search's throughput and the headline checks of issue 10.
+
+Each case is one ``check.search.explore`` (or, for comparison, the lo/hi enumeration of
+``check.explore.explore_exhaustive``) over ``bibw`` with check's small queues
+(``P,128,8,6,4,4:P,65536,8,6,4,4``), inline (one process), with an execution budget so
+that ``make bench`` stays bounded: a case cut by its budget says so ("cut") instead of a
+verdict. Reported: executions, equivalence classes (distinct per-actor event orders),
+the levels completed, the verdict, wall seconds and executions per second.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from pyopenib.check.explore import explore_exhaustive
+from pyopenib.check.scenario_runs import RACE_LABELS, scenario_runner
+from pyopenib.check.search import explore
+from pyopenib.check.timing import Timing
+from pyopenib.sim.ties import TIE_LABEL
+
+QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    device: str
+    policy: str
+    timing: Timing | None  # None: the lo/hi enumeration (explore_exhaustive)
+    bound: int
+    iterations: int = 40
+    race_labels: bool = True
+    budget: int = 400
+
+
+CASES = (
+    Case("T3 smallest nominal", "chelsio-t3", "smallest", Timing.NOMINAL, 1),
+    Case("T3 own nominal (ties)", "chelsio-t3", "own", Timing.NOMINAL, 1),
+    Case("T3 own lo/hi (before)", "chelsio-t3", "own", None, 1, budget=2000),
+    Case("T3 own bounds", "chelsio-t3", "own", Timing.BOUNDS, 1, budget=2000),
+    Case("T3 own untimed", "chelsio-t3", "own", Timing.UNTIMED, 1, 4, False, budget=150),
+    Case("T3 smallest untimed", "chelsio-t3", "smallest", Timing.UNTIMED, 1, 4, False, budget=150),
+    Case(
+        "ConnectX smallest untimed", "connectx", "smallest", Timing.UNTIMED, 1, 8, False, budget=150
+    ),
+    Case("ConnectX own untimed", "connectx", "own", Timing.UNTIMED, 1, 8, False, budget=150),
+    Case("ConnectX smallest bounds", "connectx", "smallest", Timing.BOUNDS, 1, 8, budget=150),
+    Case("ConnectX own bounds", "connectx", "own", Timing.BOUNDS, 1, 8, budget=150),
+)
+
+
+def measure(case: Case) -> dict:
+    run = scenario_runner("bibw", device=case.device, credits_qp=case.policy,
+                          iterations=case.iterations,
+                          mca_pairs=[("btl_openib_receive_queues", QUEUES)])  # fmt: skip
+    start = time.perf_counter()
+    if case.timing is None:
+        res = explore_exhaustive(run, RACE_LABELS, case.bound, case.budget)
+        seconds = time.perf_counter() - start
+        found = res.counterexample is not None
+        verdict = "violated" if found else ("proved" if res.complete else "cut")
+        return dict(executions=res.executions, classes="-", levels="-", verdict=verdict,
+                    seconds=seconds)  # fmt: skip
+    labels = RACE_LABELS | {TIE_LABEL} if case.race_labels else None
+    res = explore(run, case.timing, case.bound, labels, case.budget)
+    seconds = time.perf_counter() - start
+    if res.violation is not None:
+        verdict = f"violated (level {res.violation.level})"
+    else:
+        verdict = "proved" if res.complete else "cut"
+    levels = f"0..{res.levels_complete}" if res.levels_complete >= 0 else "none"
+    return dict(executions=res.executions, classes=res.classes, levels=levels,
+                verdict=verdict, seconds=seconds)  # fmt: skip
+
+
+def main() -> None:
+    table = Table(title="check: bibw searches (inline, one process; K = deviations bound)")
+    for col in ("case", "fragments", "K", "executions", "classes", "levels", "verdict",
+                "s", "exec/s"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("case", "verdict") else "right")
+    for case in CASES:
+        m = measure(case)
+        table.add_row(case.name, str(case.iterations), str(case.bound), str(m["executions"]),
+                      str(m["classes"]), m["levels"], m["verdict"], f"{m['seconds']:.1f}",
+                      f"{m['executions'] / m['seconds']:.1f}")  # fmt: skip
+    Console(width=140).print(table)
+
+
+if __name__ == "__main__":
+    main()

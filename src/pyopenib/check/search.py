@@ -1,0 +1,356 @@
+"""Exhaustive search over a timing mode, with partial-order reduction of same-instant ties.
+
+``explore(run, timing=Timing.UNTIMED, bound=K)`` visits every execution of the mode that
+deviates from the nominal one at no more than K choice points, level by level (iterative
+deepening: level k holds the executions with exactly k deviations, each visited once), and
+says which levels it completed: "levels 0..K complete". A choice point is a duration the
+mode frees (``check/timing.py``) or a same-instant tie between objects (``sim/ties.py``).
+
+Reduction (exact under the dependence of ``check/footprint.py``): at a tie, running another
+ready object first is worth an execution only if that object's events of the instant, or
+what they trigger at that instant, touch state that another event of the same instant
+touches. Otherwise every
+event of the instant commutes with it: both orders reach the same state, the classic
+persistent-set argument (Godefroid 1996; Flanagan & Godefroid, POPL 2005, compute such sets
+dynamically from the run itself, as here). The observer learns each step's footprint while
+the run executes and marks, per tie, the alternatives that race; only those become
+children. ``reduce=False`` keeps every alternative: the property test compares the two.
+
+Each execution's *equivalence class* is the projection of its protocol trace onto each
+actor (the same events in the same order on every QP and endpoint, however independent
+actors interleave): the search reports how many distinct classes it met.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from ..sim import Oracle, Tracer
+from ..sim.ties import TIE_LABEL, TieControl
+from .footprint import ANY, Footprints, event_object
+from .timing import Timing, duration_choices
+
+__all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
+
+LOCAL_PREFIXES = ("nic.", "host.")
+"""Duration labels whose event belongs to the host that draws them (a doorbell, a WQE, a
+completion write, a poll): the events they are timed against are that host's."""
+
+
+@dataclass
+class Choice:
+    """One branching choice point of a run."""
+
+    label: str
+    options: int
+    chosen: int
+    alternatives: tuple[int, ...] | None = None
+    """The options worth a child execution (None: every option but 0)."""
+    values: tuple[int, ...] | None = None
+    """For a duration: the value of each option (picoseconds)."""
+
+    def alternatives_or_all(self) -> tuple[int, ...]:
+        if self.alternatives is not None:
+            return self.alternatives
+        return tuple(range(1, self.options))
+
+
+class _Step:
+    __slots__ = ("seq", "obj", "fp", "lo", "hi", "tie", "tpos")
+
+    def __init__(self, seq, obj, fp, lo, tpos):
+        self.seq = seq
+        self.obj = obj
+        self.fp = fp
+        self.lo = lo
+        self.hi = lo
+        self.tie = None  # (trail index, head seqs) when the step was a branching tie
+        self.tpos = tpos
+
+
+def _conflict(a: set, b: set) -> bool:
+    return bool(a & b) or ANY in a or ANY in b
+
+
+class SearchOracle(Oracle):
+    """Replays ``script`` at the branching choice points of ``timing`` (labels in
+    ``labels``, or all when None), nominal after it; records the choices it met and, per
+    tie, the alternatives that race (``reduce``). ``footprints``: the class computing
+    what each step touches (``check/footprint.Footprints``; tests give toy models theirs)."""
+
+    def __init__(self, script=(), timing: Timing = Timing.NOMINAL, labels=None,
+                 reduce: bool = True, footprints=Footprints):  # fmt: skip
+        self.script = list(script)
+        self.timing = timing
+        self.labels = labels
+        self.reduce = reduce
+        self.trail: list[Choice] = []
+        self.ties = TieControl(event_object, observer=self)
+        self.sim = None
+        self._footprints = footprints()
+        self._when = None
+        self._steps: list[_Step] = []
+        self._tie_index = None
+
+    # -- the oracle ----------------------------------------------------------------------
+    def _branches(self, label: str) -> bool:
+        return self.labels is None or label in self.labels
+
+    def choose(self, label: str, n: int) -> int:
+        if not self._branches(label):
+            return 0
+        i = len(self.trail)
+        pick = self.script[i] if i < len(self.script) else 0
+        if pick >= n:
+            raise ValueError(
+                f"scripted choice #{i} ({label}) asks option {pick} of {n}: the replayed "
+                "run diverged from the recorded one"
+            )
+        self.trail.append(Choice(label, n, pick))
+        if label == TIE_LABEL:
+            self._tie_index = i
+        return pick
+
+    def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
+        if not self._branches(label) or self.sim is None:
+            return nominal
+        values = duration_choices(self.timing, self.sim, label, lo, nominal, hi,
+                                  self._relevant(label))  # fmt: skip
+        if len(values) == 1:
+            return nominal
+        pick = self.choose(label, len(values))
+        self.trail[-1].values = values
+        return values[pick]
+
+    def _relevant(self, label: str):
+        """Which pending events a duration drawn now can be reordered against usefully:
+        a NIC or host duration times an event of the drawing step's own host
+        (``LOCAL_PREFIXES``), so only events that conflict with that host count; any
+        other (a wire latency times the far end) is cut by every pending event."""
+        if not self._steps or not label.startswith(LOCAL_PREFIXES):
+            return None
+        here = self._steps[-1].fp
+        if ANY in here:
+            return None
+        static = self._footprints.static
+        sim = self.sim
+
+        def relevant(entry) -> bool:
+            fn, args = entry[2], entry[3]
+            return _conflict(static(sim, event_object(fn, args), fn, args), here)
+
+        return relevant
+
+    # -- the tie observer ----------------------------------------------------------------
+    def bind(self, sim) -> None:
+        self.sim = sim
+        if sim.tracer is None:  # the footprints read the trace; tracing only observes
+            sim.tracer = Tracer(sim)
+
+    def before(self, sim, entry, obj, heads) -> None:
+        when = entry[0]
+        if when != self._when:
+            self._close_instant()
+            self._when = when
+        fp = self._footprints.static(sim, obj, entry[2], entry[3])
+        step = _Step(entry[1], obj, fp, sim.scheduled, len(sim.tracer.events))
+        if heads is not None and self._tie_index is not None:
+            step.tie = (self._tie_index, [h[1] for h in heads])
+        self._tie_index = None
+        self._steps.append(step)
+
+    def after(self, sim) -> None:
+        step = self._steps[-1]
+        step.hi = sim.scheduled
+        events = sim.tracer.events
+        if len(events) > step.tpos:
+            step.fp |= self._footprints.learn(sim, events[step.tpos :])
+
+    def finish(self) -> None:
+        """The run is over: analyse its last instant."""
+        self._close_instant()
+
+    def _close_instant(self) -> None:
+        steps = self._steps
+        self._steps = []
+        if not any(s.tie for s in steps):
+            return
+        if not self.reduce:
+            return  # every alternative stays (Choice.alternatives None)
+        by_seq = {s.seq: k for k, s in enumerate(steps)}
+        los = [s.lo for s in steps]
+        children: list[list[int]] = [[] for _ in steps]
+        for k, s in enumerate(steps):
+            j = bisect_right(los, s.seq - 1) - 1  # the step whose scheduling range holds s
+            if 0 <= j < k and steps[j].lo < s.seq <= steps[j].hi:
+                children[j].append(k)
+        for p, s in enumerate(steps):
+            if s.tie is None:
+                continue
+            trail_index, head_seqs = s.tie
+            chosen = self.trail[trail_index].chosen
+            alts = []
+            for i, seq in enumerate(head_seqs):
+                if i == chosen:
+                    continue
+                k = by_seq.get(seq)
+                if k is None:  # never ran at this instant: keep it, we know nothing
+                    alts.append(i)
+                    continue
+                # the alternative object's events of this instant from its head on, and
+                # everything they trigger: what running that object first can move
+                obj = steps[k].obj
+                closure = {q for q in range(k, len(steps)) if steps[q].obj is obj}
+                todo = list(closure)
+                while todo:
+                    for c in children[todo.pop()]:
+                        if c not in closure:
+                            closure.add(c)
+                            todo.append(c)
+                fp = set().union(*(steps[c].fp for c in closure))
+                if any(_conflict(fp, steps[q].fp) for q in range(p, len(steps))
+                       if q not in closure):  # fmt: skip
+                    alts.append(i)
+            self.trail[trail_index].alternatives = tuple(alts)
+
+    def signature(self) -> str:
+        """The run's equivalence class: each actor's events in order, without times."""
+        per_actor: dict[str, list] = {}
+        for ev in self.sim.tracer.events if self.sim is not None else ():
+            if ev[1] != "wire":
+                per_actor.setdefault(ev[3], []).append((ev[2], ev[4]))
+        h = hashlib.sha256(repr(sorted(per_actor.items())).encode())
+        return h.hexdigest()[:16]
+
+
+@dataclass
+class Violation:
+    """A failing execution: how to steer a run into it again, and what it broke."""
+
+    script: list[int]
+    outcome: str
+    deviations: list[tuple[int, str, int, int | None]]
+    """(choice index, label, option, value in ps or None for a tie) where it deviates."""
+    level: int
+
+
+@dataclass
+class SearchResult:
+    timing: Timing
+    bound: int
+    levels_complete: int
+    """The largest k such that every execution with at most k deviations ran (-1: none)."""
+    executions: int
+    classes: int
+    """Distinct equivalence classes (per-actor event orders) among the executions."""
+    violation: Violation | None
+    complete: bool
+    """Every execution within the bound ran (no budget cut, no stop at a violation)."""
+    choice_points: int
+    """Branching choice points of the nominal run."""
+    ties: int
+    """Of which same-instant ties."""
+    labels_met: dict[str, int] = field(default_factory=dict)
+    """Branching choice points of the nominal run, per label."""
+    pruned: int = 0
+    """Tie alternatives the reduction proved redundant (children not run)."""
+
+
+def _execute(task):
+    """One steered run (a worker's task)."""
+    run, script, timing, labels, reduce, footprints = task
+    oracle = SearchOracle(script, timing, labels, reduce, footprints)
+    ok, outcome = run(oracle)
+    oracle.finish()
+    return ok, outcome, oracle.trail, oracle.signature()
+
+
+def _script(deviations) -> list[int]:
+    if not deviations:
+        return []
+    script = [0] * (deviations[-1][0] + 1)
+    for pos, alt in deviations:
+        script[pos] = alt
+    return script
+
+
+class _Inline:
+    jobs = 1
+    dask = None
+
+    @staticmethod
+    def map(fn, items) -> list:
+        return [fn(item) for item in items]
+
+
+def explore(run, timing: Timing = Timing.NOMINAL, bound: int = 1, labels=None,
+            max_executions: int = 20_000, stop_at_first: bool = True, reduce: bool = True,
+            workers=None, footprints=Footprints) -> SearchResult:  # fmt: skip
+    """Search the executions of ``run(oracle) -> (ok, outcome)`` under ``timing`` with at
+    most ``bound`` deviations (see the module docstring). With ``workers`` the level's
+    executions run in ordered batches; counts and the violation are the sequential ones."""
+    labels = frozenset(labels) if labels is not None else None
+    workers = workers or _Inline()
+    batch = 1 if workers.jobs == 1 and workers.dask is None else 4 * workers.jobs
+    level: list[tuple] = [()]
+    executions = 0
+    classes: set[str] = set()
+    pruned = 0
+    nominal_trail: list[Choice] = []
+    violation = None
+    depth = 0
+    levels_complete = -1
+
+    def result(complete):
+        met: dict[str, int] = {}
+        for c in nominal_trail:
+            met[c.label] = met.get(c.label, 0) + 1
+        return SearchResult(timing, bound, levels_complete, executions, len(classes),
+                            violation, complete, len(nominal_trail),
+                            met.get(TIE_LABEL, 0), met, pruned)  # fmt: skip
+
+    while level:
+        following: list[tuple] = []
+        for at in range(0, len(level), batch):
+            if executions >= max_executions:
+                return result(False)
+            chunk = level[at : at + min(batch, max_executions - executions)]
+            tasks = [(run, _script(d), timing, labels, reduce, footprints) for d in chunk]
+            for devs, (ok, outcome, trail, sig) in zip(chunk, workers.map(_execute, tasks),
+                                                       strict=True):  # fmt: skip
+                executions += 1
+                classes.add(sig)
+                if executions == 1:
+                    nominal_trail = trail
+                if not ok and violation is None:
+                    violation = Violation(
+                        _script(devs),
+                        outcome,
+                        [
+                            (i, c.label, c.chosen, None if c.values is None else c.values[c.chosen])
+                            for i, c in enumerate(trail)
+                            if c.chosen
+                        ],  # fmt: skip
+                        depth,
+                    )
+                    if stop_at_first:
+                        return result(False)
+                if depth >= bound:
+                    continue
+                start = devs[-1][0] + 1 if devs else 0
+                for j in range(start, len(trail)):
+                    c = trail[j]
+                    alts = c.alternatives_or_all()
+                    if c.label == TIE_LABEL:
+                        pruned += c.options - 1 - len(alts)
+                    for alt in alts:
+                        following.append((*devs, (j, alt)))
+        levels_complete = depth
+        depth += 1
+        if depth > bound:
+            break
+        level = following
+    levels_complete = bound  # the levels after the last one run are empty
+    return result(True)
