@@ -116,7 +116,7 @@ DEMOS: list[Demo] = [
     Demo("helloworld.py", 4),
     Demo("compute-pi/cpi-cco.py", 4, stdin="100\n"),
     Demo("compute-pi/cpi-rma.py", 4, stdin="100\n"),
-    Demo("compute-pi/cpi-dpm.py", 1, ("4",), stdin="100\n"),
+    Demo("compute-pi/cpi-dpm.py", 1, ("4",), stdin="100\n", timed=True),
     Demo("mandelbrot/mandelbrot.py", 7, timed=True),
     Demo("mandelbrot/mandelbrot-seq.py", 1, timed=True),
     Demo("nxtval/nxtval-threads.py", 4),
@@ -207,7 +207,8 @@ def run_demo(side: str, demo: Demo, demos_dir: Path, timeout: float) -> Result:
         exit_code, status = proc.returncode, "ok" if proc.returncode == 0 else "failed"
     except subprocess.TimeoutExpired:
         suite.end_job(proc)
-        out, exit_code, status = proc.stdout.read() if proc.stdout else "", None, "timeout"
+        out, _ = proc.communicate()  # what it printed before it was stopped
+        exit_code, status = None, "timeout"
     finally:
         suite.JOBS.discard(proc)
     wall = round(time.monotonic() - start, 2)
@@ -216,18 +217,19 @@ def run_demo(side: str, demo: Demo, demos_dir: Path, timeout: float) -> Result:
 
 _INNER_TAG = re.compile(r"(?<=.)\[\d+,\d+\]<std(?:out|err)>:")
 _HOST = re.compile(rf"\b(?:{re.escape(socket.gethostname())}|node\d{{3}})\b")
+_SPACES = re.compile(r"\s+")
 _REAL_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?")
 
 
 def normalised(lines: list[str], timed: bool) -> list[str]:
     """The output as compared: real mpirun's tags inside lines (a line written in pieces
     reaches orted apart) dropped, host names and (``timed``) measured numbers masked,
-    lines sorted."""
+    with the padding a fixed-width number field gives them, lines sorted."""
     out = []
     for line in lines:
         line = _HOST.sub("<host>", _INNER_TAG.sub("", line))
         if timed:
-            line = _REAL_NUMBER.sub("<t>", line)
+            line = _SPACES.sub(" ", _REAL_NUMBER.sub("<t>", line))
         out.append(line.rstrip())
     return sorted(out)
 
@@ -274,9 +276,12 @@ def main(argv=None) -> None:
     p.add_argument("--only", choices=SIDES, help="run one side only")
     p.add_argument("--jobs", type=int, default=2, help="jobs at once")
     p.add_argument("--cache-dir", type=Path, default=suite.DEFAULT_CACHE)
+    p.add_argument("--real-timeout", type=float, default=REAL_TIMEOUT_S, help="wall s, real")
+    p.add_argument("--ours-timeout", type=float, default=OURS_TIMEOUT_S, help="wall s, ours")
     p.add_argument("--md", type=Path, help="write the table as markdown")
     p.add_argument("--json", type=Path, help="write every result as JSON")
     p.add_argument("--diff", action="store_true", help="show differing outputs")
+    p.add_argument("--rescore", type=Path, help="compare the results of an earlier --json")
     args = p.parse_args(argv)
     try:
         demos_dir = obtain_demos(args.cache_dir)
@@ -285,18 +290,21 @@ def main(argv=None) -> None:
         return
     chosen = [d for d in DEMOS if not args.demos or any(s in d.name for s in args.demos)]
     sides = [args.only] if args.only else list(SIDES)
-    jobs = [(side, d) for d in chosen for side in sides]
+    if args.rescore:
+        earlier = [Result(**r) for r in json.loads(args.rescore.read_text(encoding="utf-8"))]
+        results = {(r.side, r.demo): r for r in earlier}
+    else:
+        timeouts = {"openmpi": args.real_timeout, "pyopenib": args.ours_timeout}
+        jobs = [(side, d) for d in chosen for side in sides]
+        results = _run_all(jobs, demos_dir, args.jobs, timeouts)
+    report(chosen, results, args)
+
+
+def _run_all(jobs, demos_dir: Path, workers: int, timeouts) -> dict[tuple[str, str], Result]:
     results: dict[tuple[str, str], Result] = {}
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {
-            pool.submit(
-                run_demo,
-                side,
-                d,
-                demos_dir,
-                REAL_TIMEOUT_S if side == "openmpi" else OURS_TIMEOUT_S,
-            ): (side, d)
-            for side, d in jobs
+            pool.submit(run_demo, side, d, demos_dir, timeouts[side]): (side, d) for side, d in jobs
         }
         try:
             for future in futures:
@@ -307,6 +315,11 @@ def main(argv=None) -> None:
         except KeyboardInterrupt:
             suite.JOBS.end_all()
             raise
+    return results
+
+
+def report(chosen: list[Demo], results: dict[tuple[str, str], Result], args) -> None:
+    """The table (and with ``--diff`` the lines that differ) on stdout, ``--md``/``--json``."""
     by_name = {d.name: d for d in chosen}
     rows = [
         Row(d.name, d.nprocs, results.get(("openmpi", d.name)), results.get(("pyopenib", d.name)))

@@ -20,6 +20,8 @@ KeyError with mpi4py's wording.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import pack
@@ -205,6 +207,12 @@ class _Staging(np.ndarray):
     ``vmsg.block(i)`` by slice assignment gets the datatype's layout without knowing it.
     Writes that bypass ``__setitem__`` (the PML fills eager data through a memoryview) are
     completed by ``Message.finish``. A copy (``area.copy()``) is a plain array.
+
+    The area names its Message by a weak reference: a strong one would make a cycle
+    (``msg.data`` is the area), and the user's buffer, which the Message holds, would then
+    outlive the call until the garbage collector ran, as no C MPI's buffer does (a DLPack
+    producer's deleter ran at an arbitrary later time, and mpi4py's tests count
+    references). Whoever writes into the area holds the Message.
     """
 
     def __array_finalize__(self, obj):
@@ -213,8 +221,9 @@ class _Staging(np.ndarray):
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
         owner = self._owner
-        if owner is not None:
-            owner.finish()
+        msg = owner() if owner is not None else None
+        if msg is not None:
+            msg.finish()
 
 
 class Message:
@@ -226,7 +235,7 @@ class Message:
     unless the datatype is non-contiguous.
     """
 
-    __slots__ = ("data", "count", "datatype", "_mem", "_base", "_staged", "_total")
+    __slots__ = ("data", "count", "datatype", "_mem", "_base", "_staged", "_total", "__weakref__")
 
     def __init__(
         self, data: np.ndarray, count: int, datatype: Datatype, mem=None, base=0, staged=False
@@ -294,7 +303,7 @@ def _stream(region: _Memory, disp: int, count: int, dt: Datatype, writable: bool
         return Message(packed, count, dt, mem, base)
     area = packed.view(_Staging)
     msg = Message(area, count, dt, mem, base, True)
-    area._owner = msg
+    area._owner = weakref.ref(msg)
     return msg
 
 

@@ -352,7 +352,7 @@ def _commctx(comm):
     ctx = _CTX.get(st)
     if ctx is None:
         dup = _Comm.Dup(comm)
-        local = _Intracomm(dup._st().local) if st.inter else None
+        local = _Intracomm._of(dup._st().local) if st.inter else None
         ctx = _CTX[st] = [dup, 0, local]
     ctx[1] += 1
     return ctx[0], ctx[1], ctx[2]
