@@ -97,3 +97,44 @@ class ReplayTokenText(click.ParamType):
 
 
 REPLAY_TOKEN = ReplayTokenText()
+
+
+# -- options several commands declare the same way -----------------------------------------
+def mca_option(help_text: str = "Set an MCA variable (as mpirun --mca)."):
+    """``--mca NAME VALUE``, repeatable: the pairs go to the one settings path."""
+    return click.option("--mca", nargs=2, multiple=True, metavar="NAME VALUE", help=help_text)
+
+
+def credits_qp_option(
+    help_text: str = "btl_openib_credits_qp for every rank (default: MCA/INI resolution).",
+):
+    """``--credits-qp``: the policy enum of ``btl_openib_credits_qp``, for every rank."""
+    choice = click.Choice(["auto", "smallest", "own"])
+    return click.option("--credits-qp", type=choice, default=None, help=help_text)
+
+
+def device_options(peer_help: str = "Device of the other ranks (mixed cluster)."):
+    """``--device`` (default the T3, the seed's device) and ``--peer-device``."""
+
+    def apply(f):
+        f = click.option("--peer-device", type=DEVICE_NAME, default=None, help=peer_help)(f)
+        return click.option(
+            "--device",
+            type=DEVICE_NAME,
+            default="chelsio-t3",
+            show_default=True,
+            help="Device model id.",
+        )(f)
+
+    return apply
+
+
+replay_option = click.option(
+    "--replay",
+    "token",
+    type=REPLAY_TOKEN,
+    default=None,
+    metavar="TOKEN",
+    help="Replay the execution of a `pyopenib check` counterexample (its token).",
+)
+"""``--replay TOKEN`` of check, scenario and run."""

@@ -21,7 +21,7 @@ from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
-from ..options import CPU_SCALE, DEVICE_NAME, REPLAY_TOKEN, SECONDS
+from ..options import CPU_SCALE, DEVICE_NAME, SECONDS, mca_option, replay_option
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
@@ -113,21 +113,14 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
 @click.option(
     "--ppn", type=click.IntRange(min=1), default=1, show_default=True, help="Processes per node."
 )
-@click.option("--mca", nargs=2, multiple=True, metavar="NAME VALUE", help="MCA parameter.")
+@mca_option()
 @click.option(
     "--seed",
     type=click.IntRange(min=0, max=2**63 - 1),
     default=None,
     help="Randomise choice points with this seed.",
 )
-@click.option(
-    "--replay",
-    "token",
-    type=REPLAY_TOKEN,
-    default=None,
-    metavar="TOKEN",
-    help="Replay the execution of a `pyopenib check` counterexample (its token).",
-)
+@replay_option
 @click.option(
     "--trace",
     "trace_path",

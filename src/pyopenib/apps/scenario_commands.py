@@ -13,7 +13,7 @@ from ..btl import stall_report
 from ..config.limits import check_job_memory
 from ..errors import InvariantViolation, PyopenibError, register_topics
 from ..hw import get_device_model
-from ..options import DEVICE_NAME, REPLAY_TOKEN
+from ..options import credits_qp_option, device_options, mca_option, replay_option
 from ..outputs import (
     EXIT_INTERRUPTED,
     TRACE_SUFFIXES,
@@ -145,22 +145,9 @@ def race_excerpt(result, before: int = 8) -> list[str]:
 
 @click.command()
 @click.argument("name", type=click.Choice(SCENARIOS))
-@click.option(
-    "--device", type=DEVICE_NAME, default="chelsio-t3", show_default=True, help="Device model id."
-)
-@click.option(
-    "--peer-device",
-    type=DEVICE_NAME,
-    default=None,
-    help="Device of the other ranks (mixed cluster).",
-)
-@click.option(
-    "--credits-qp",
-    type=click.Choice(["auto", "smallest", "own"]),
-    default=None,
-    help="btl_openib_credits_qp for every rank (default: MCA/INI resolution).",
-)
-@click.option("--mca", nargs=2, multiple=True, metavar="K V", help="MCA parameter.")
+@device_options()
+@credits_qp_option()
+@mca_option()
 @click.option(
     "--seed",
     type=click.IntRange(min=0, max=2**63 - 1),
@@ -186,14 +173,7 @@ def race_excerpt(result, before: int = 8) -> list[str]:
 @click.option(
     "--iterations", type=click.IntRange(min=1), default=None, help="Fragments per sending rank."
 )
-@click.option(
-    "--replay",
-    "token",
-    type=REPLAY_TOKEN,
-    default=None,
-    metavar="TOKEN",
-    help="Replay the execution of a `pyopenib check` counterexample (its token).",
-)
+@replay_option
 def scenario(
     name,
     device,

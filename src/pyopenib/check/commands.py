@@ -14,7 +14,7 @@ import click
 from ..apps.scenario_commands import MAX_SCENARIO_RANKS, scenario_settings
 from ..apps.scenarios import SCENARIOS
 from ..errors import PyopenibError, register_topics
-from ..options import DEVICE_NAME, REPLAY_TOKEN, SECONDS
+from ..options import REPLAY_TOKEN, SECONDS, credits_qp_option, device_options, mca_option
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..report import write_trace
 from ..sim import NominalOracle, RandomOracle, Tracer
@@ -119,17 +119,9 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
     "-n", "--np", "nprocs", type=click.IntRange(min=2, max=MAX_SCENARIO_RANKS), default=None,
     help="Ranks [programs: 2; scenarios: 2, incast 4].",
 )  # fmt: skip
-@click.option(
-    "--device", type=DEVICE_NAME, default="chelsio-t3", show_default=True, help="Device model id."
-)
-@click.option(
-    "--peer-device",
-    type=DEVICE_NAME,
-    default=None,
-    help="Scenarios: device of the other ranks (mixed cluster).",
-)
-@click.option("--credits-qp", type=click.Choice(["auto", "smallest", "own"]), default=None)
-@click.option("--mca", nargs=2, multiple=True, metavar="K V")
+@device_options("Scenarios: device of the other ranks (mixed cluster).")
+@credits_qp_option()
+@mca_option()
 @click.option(
     "--iterations",
     type=click.IntRange(min=1),
