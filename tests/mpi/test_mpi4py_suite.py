@@ -1,7 +1,8 @@
 """mpi4py's own unit tests on a fast subset: pyopenib keeps its share of real Open MPI's passes.
 
 ``benchmarks/mpi4py_suite.py`` runs each file of ``mpi4py_suite_baseline.json`` (point to
-point, collectives, datatypes, groups, topologies, one-sided) unmodified at its ``-n`` on
+point, collectives, datatypes, groups, topologies, one-sided, handles, buffer specs,
+subclasses, dynamic processes) unmodified at its ``-n`` on
 real Open MPI + mpi4py (cached per installed versions) and on pyopenib, and compares test by
 test. A file's share of real's passes that pyopenib also passes must not fall below the
 checked-in baseline (where real MPI passes none, pyopenib's own pass count), and a file
