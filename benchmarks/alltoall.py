@@ -73,8 +73,12 @@ def child(nprocs: int) -> dict:
 
 
 def measure(nprocs: int) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", str(nprocs)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", str(nprocs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode:
         raise RuntimeError(proc.stderr or proc.stdout)
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -87,8 +91,14 @@ def main(ranks=RANKS) -> list[dict]:
         table.add_column(col, justify="right")
     for r in rows:
         n = r["ranks"]
-        table.add_row(str(n), f"{n * (n - 1):,}", f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}",
-                      f"{r['peak_rss_mb']:,.0f}", f"{r['sim_us']:,.1f}")  # fmt: skip
+        table.add_row(
+            str(n),
+            f"{n * (n - 1):,}",
+            f"{r['wall_s']:.1f}",
+            f"{r['cpu_s']:.1f}",
+            f"{r['peak_rss_mb']:,.0f}",
+            f"{r['sim_us']:,.1f}",
+        )
     Console(width=120).print(table)
     return rows
 

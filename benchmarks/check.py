@@ -54,17 +54,22 @@ CASES = (
 
 
 def measure(case: Case) -> dict:
-    run = scenario_runner("bibw", device=case.device, credits_qp=case.policy,
-                          iterations=case.iterations,
-                          mca_pairs=[("btl_openib_receive_queues", QUEUES)])  # fmt: skip
+    run = scenario_runner(
+        "bibw",
+        device=case.device,
+        credits_qp=case.policy,
+        iterations=case.iterations,
+        mca_pairs=[("btl_openib_receive_queues", QUEUES)],
+    )
     start = time.perf_counter()
     if case.timing is None:
         res = explore_exhaustive(run, RACE_LABELS, case.bound, case.budget)
         seconds = time.perf_counter() - start
         found = res.counterexample is not None
         verdict = "violated" if found else ("proved" if res.complete else "cut")
-        return dict(executions=res.executions, classes="-", levels="-", verdict=verdict,
-                    seconds=seconds)  # fmt: skip
+        return dict(
+            executions=res.executions, classes="-", levels="-", verdict=verdict, seconds=seconds
+        )
     labels = RACE_LABELS | {TIE_LABEL} if case.race_labels else None
     res = explore(run, case.timing, case.bound, labels, case.budget)
     seconds = time.perf_counter() - start
@@ -73,20 +78,42 @@ def measure(case: Case) -> dict:
     else:
         verdict = "proved" if res.complete else "cut"
     levels = f"0..{res.levels_complete}" if res.levels_complete >= 0 else "none"
-    return dict(executions=res.executions, classes=res.classes, levels=levels,
-                verdict=verdict, seconds=seconds)  # fmt: skip
+    return dict(
+        executions=res.executions,
+        classes=res.classes,
+        levels=levels,
+        verdict=verdict,
+        seconds=seconds,
+    )
 
 
 def main() -> None:
     table = Table(title="check: bibw searches (inline, one process; K = deviations bound)")
-    for col in ("case", "fragments", "K", "executions", "classes", "levels", "verdict",
-                "s", "exec/s"):  # fmt: skip
+    for col in (
+        "case",
+        "fragments",
+        "K",
+        "executions",
+        "classes",
+        "levels",
+        "verdict",
+        "s",
+        "exec/s",
+    ):
         table.add_column(col, justify="left" if col in ("case", "verdict") else "right")
     for case in CASES:
         m = measure(case)
-        table.add_row(case.name, str(case.iterations), str(case.bound), str(m["executions"]),
-                      str(m["classes"]), m["levels"], m["verdict"], f"{m['seconds']:.1f}",
-                      f"{m['executions'] / m['seconds']:.1f}")  # fmt: skip
+        table.add_row(
+            case.name,
+            str(case.iterations),
+            str(case.bound),
+            str(m["executions"]),
+            str(m["classes"]),
+            m["levels"],
+            m["verdict"],
+            f"{m['seconds']:.1f}",
+            f"{m['executions'] / m['seconds']:.1f}",
+        )
     Console(width=140).print(table)
 
 

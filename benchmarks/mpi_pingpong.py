@@ -92,8 +92,9 @@ def run_once(path: str, style: str, round_trips: int) -> tuple[float, float, flo
     out, err = io.StringIO(), io.StringIO()
     make_btls = openib_btls(DEVICE, [], 1)
     t0 = time.perf_counter()
-    result = run_job(path, 2, make_btls, [str(round_trips), str(WARMUP), style],
-                     stdout=out, stderr=err)  # fmt: skip
+    result = run_job(
+        path, 2, make_btls, [str(round_trips), str(WARMUP), style], stdout=out, stderr=err
+    )
     job = time.perf_counter() - t0
     if result.exit_code:
         raise RuntimeError(f"ping-pong job failed ({result.reason}): {err.getvalue()}")
@@ -124,13 +125,26 @@ def measure(style: str, round_trips: int) -> dict:
 def main(round_trips: int = ROUND_TRIPS) -> None:
     rows = [measure(style, round_trips) for style in STYLES]
     table = Table(title=f"8-byte ping-pong over openib on {DEVICE} ({round_trips:,} iterations)")
-    for col in ("idiom", "messages", "msgs/s (loop)", "msgs/CPU s (loop)", "msgs/s (job)",
-                "loop s", "sim us/iteration"):  # fmt: skip
+    for col in (
+        "idiom",
+        "messages",
+        "msgs/s (loop)",
+        "msgs/CPU s (loop)",
+        "msgs/s (job)",
+        "loop s",
+        "sim us/iteration",
+    ):
         table.add_column(col, justify="left" if col == "idiom" else "right")
     for r in rows:
-        table.add_row(r["style"], f"{r['msgs']:,}", f"{r['loop_rate']:,.0f}",
-                      f"{r['cpu_rate']:,.0f}", f"{r['job_rate']:,.0f}", f"{r['loop_s']:.3f}",
-                      f"{r['sim_us']:.3f}")  # fmt: skip
+        table.add_row(
+            r["style"],
+            f"{r['msgs']:,}",
+            f"{r['loop_rate']:,.0f}",
+            f"{r['cpu_rate']:,.0f}",
+            f"{r['job_rate']:,.0f}",
+            f"{r['loop_s']:.3f}",
+            f"{r['sim_us']:.3f}",
+        )
     Console(width=120).print(table)
     rate = rows[0]["loop_rate"]
     verdict = "met" if rate >= TARGET else "not met"

@@ -22,8 +22,13 @@ def measure(devices=DEVICES, scenarios=SCENARIOS):
         for name, iterations in scenarios:
             cells = {}
             for policy in ("smallest", "own"):
-                r = run_scenario(name, device=device, credits_qp=policy, iterations=iterations,
-                                 check_invariants=False)  # fmt: skip
+                r = run_scenario(
+                    name,
+                    device=device,
+                    credits_qp=policy,
+                    iterations=iterations,
+                    check_invariants=False,
+                )
                 msgs = sum(r.credit_msgs_per_qp.values())
                 cells[policy] = (r, msgs)
             rows.append((device, name, cells))

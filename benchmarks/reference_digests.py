@@ -29,15 +29,26 @@ RECORD = HERE / "reference_digests.json"
 PYOPENIB = [str(Path(sys.executable).with_name("pyopenib"))]
 
 _POLICY_GRID = [
-    (f"grid-{device}-{scenario}-{policy}", ["scenario", scenario, "--device", device,
-     "--credits-qp", policy, "--iterations", str(iterations),
-     "--mca", "btl_openib_receive_queues", "P,128,256,192,128:P,65536,256,192,128"])
-    for device in ("chelsio-t3", "chelsio-t4", "mellanox-hermon", "mellanox-connectx5",
-                   "ibm-ehca")
-    for scenario, iterations in (("pingpong", 200), ("stream", 800), ("bibw", 800),
-                                 ("incast", 200))
+    (
+        f"grid-{device}-{scenario}-{policy}",
+        [
+            "scenario",
+            scenario,
+            "--device",
+            device,
+            "--credits-qp",
+            policy,
+            "--iterations",
+            str(iterations),
+            "--mca",
+            "btl_openib_receive_queues",
+            "P,128,256,192,128:P,65536,256,192,128",
+        ],
+    )
+    for device in ("chelsio-t3", "chelsio-t4", "mellanox-hermon", "mellanox-connectx5", "ibm-ehca")
+    for scenario, iterations in (("pingpong", 200), ("stream", 800), ("bibw", 800), ("incast", 200))
     for policy in ("smallest", "own")
-]  # fmt: skip
+]
 """The policy grid of benchmarks/policy_cost.py, with fewer iterations (same code paths)."""
 
 RUNS: list[tuple[str, list[str]]] = [

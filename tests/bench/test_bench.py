@@ -17,8 +17,13 @@ from pyopenib.errors import PyopenibError
 from pyopenib.report.bench_plots import write_bench_plots
 from pyopenib.report.bench_tables import osu_table, policy_table
 
-TINY = dict(tests=["latency", "bw"], devices=["mellanox-connectx5"],
-            policies=["smallest", "own"], sizes=[8, 4096], iterations=4)  # fmt: skip
+TINY = dict(
+    tests=["latency", "bw"],
+    devices=["mellanox-connectx5"],
+    policies=["smallest", "own"],
+    sizes=[8, 4096],
+    iterations=4,
+)
 
 
 def _text(table) -> str:
@@ -64,8 +69,9 @@ def test_policy_test_reports_t3_bibw_failure_with_smallest(t3_policy):
     assert cells[("bibw", "smallest")].value is None
     assert cells[("bibw", "smallest")].failure
     assert cells[("bibw", "own")].value is not None
-    assert all(cells[(s, p)].value for s in ("pingpong", "stream", "incast") for p in
-               ("smallest", "own"))  # fmt: skip
+    assert all(
+        cells[(s, p)].value for s in ("pingpong", "stream", "incast") for p in ("smallest", "own")
+    )
     text = _text(policy_table(figures("policy", t3_policy)))
     assert "FAILS" in text and "own / smallest" in text
 
@@ -108,8 +114,22 @@ def _bench(*args):
 
 def test_cli_prints_osu_table_and_writes_json(tmp_path):
     path = tmp_path / "r.json"
-    r = _bench("--device", "mellanox-connectx5", "--credits-qp", "own", "--test", "latency",
-               "--sizes", "0,8", "--iterations", "3", "--jobs", "1", "--json", str(path))  # fmt: skip
+    r = _bench(
+        "--device",
+        "mellanox-connectx5",
+        "--credits-qp",
+        "own",
+        "--test",
+        "latency",
+        "--sizes",
+        "0,8",
+        "--iterations",
+        "3",
+        "--jobs",
+        "1",
+        "--json",
+        str(path),
+    )
     assert r.exit_code == 0, r.output
     assert "# Size" in r.output and "Latency (us)" in r.output
     assert len(json.loads(path.read_text())["results"]) == 2
@@ -118,8 +138,18 @@ def test_cli_prints_osu_table_and_writes_json(tmp_path):
 def test_cli_without_dask_installed_exits_1_with_a_clear_message(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    r = _bench("--device", "mellanox-connectx5", "--test", "latency", "--sizes", "8",
-               "--iterations", "2", "--dask", "local")  # fmt: skip
+    r = _bench(
+        "--device",
+        "mellanox-connectx5",
+        "--test",
+        "latency",
+        "--sizes",
+        "8",
+        "--iterations",
+        "2",
+        "--dask",
+        "local",
+    )
     assert r.exit_code == 1
     assert "pip install 'pyopenib[dask]'" in r.output
     assert "Traceback" not in r.output

@@ -33,45 +33,60 @@ def test_bounded_exhaustive_visits_each_execution_once():
 
 
 def test_budget_cut_is_reported_as_incomplete():
-    res = explore_exhaustive(lambda o: _toy(o, []), labels=None, max_deviations=3,
-                             max_executions=5)  # fmt: skip
+    res = explore_exhaustive(lambda o: _toy(o, []), labels=None, max_deviations=3, max_executions=5)
     assert not res.complete and res.executions == 5
 
 
 def test_smallest_on_t3_fails_with_nominal_timing_already():
-    run = scenario_runner("bibw", device="chelsio-t3", credits_qp="smallest", iterations=40,
-                          mca_pairs=QUEUES)  # fmt: skip
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="smallest", iterations=40, mca_pairs=QUEUES
+    )
     res = explore_exhaustive(run, labels={"nic.recv_wqe"}, max_deviations=1)
     assert res.executions == 1 and res.counterexample.deviations == []
     assert "QP_FATAL on QP 1" in res.counterexample.outcome
 
 
 def test_own_on_t3_survives_every_single_deviation_of_the_shared_queue_timing():
-    run = scenario_runner("bibw", device="chelsio-t3", credits_qp="own", iterations=24,
-                          mca_pairs=QUEUES)  # fmt: skip
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="own", iterations=24, mca_pairs=QUEUES
+    )
     res = explore_exhaustive(run, labels={"nic.recv_wqe"}, max_deviations=1)
     assert res.complete and res.counterexample is None and res.executions > 10
 
 
 def test_random_exploration_reports_failing_seeds():
-    run = scenario_runner("bibw", device="chelsio-t3", credits_qp="smallest", iterations=40,
-                          mca_pairs=QUEUES)  # fmt: skip
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="smallest", iterations=40, mca_pairs=QUEUES
+    )
     res = explore_random(run, runs=3, stop_at_first=False)
     assert res.seeds == [0, 1, 2]
 
 
 def test_check_command_prints_a_counterexample_and_exits_1(tmp_path):
     out = tmp_path / "race.jsonl"
-    r = CliRunner().invoke(main, ["check", "bibw", "--credits-qp", "smallest", "--runs", "2",
-                                  "--trace", str(out)])  # fmt: skip
+    r = CliRunner().invoke(
+        main, ["check", "bibw", "--credits-qp", "smallest", "--runs", "2", "--trace", str(out)]
+    )
     assert r.exit_code == 1, r.output
     assert "COUNTEREXAMPLE: seed 0" in r.output and "--replay pyoib1." in r.output
     assert out.stat().st_size > 0
 
 
 def test_check_command_reports_coverage_when_nothing_fails():
-    r = CliRunner().invoke(main, ["check", "bibw", "--credits-qp", "own", "--exhaustive",
-                                  "--labels", "nic.recv_wqe", "--iterations", "16"])  # fmt: skip
+    r = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "bibw",
+            "--credits-qp",
+            "own",
+            "--exhaustive",
+            "--labels",
+            "nic.recv_wqe",
+            "--iterations",
+            "16",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "PROVED for this configuration" in r.output and "levels 0..1 complete" in r.output
 
@@ -88,13 +103,17 @@ def test_worker_processes_explore_exactly_what_a_sequential_search_does():
             alone = explore_exhaustive(run, labels, max_deviations=1)
             shared = explore_exhaustive(run, labels, max_deviations=1, workers=workers)
             assert (shared.executions, shared.complete, shared.choice_points) == (
-                alone.executions, alone.complete, alone.choice_points)  # fmt: skip
+                alone.executions,
+                alone.complete,
+                alone.choice_points,
+            )
             assert (shared.counterexample is None) == (alone.counterexample is None)
             if alone.counterexample is not None:
                 assert shared.counterexample.script == alone.counterexample.script
                 assert shared.counterexample.outcome == alone.counterexample.outcome
-        cut = explore_exhaustive(ok_run, labels, max_deviations=1, max_executions=7,
-                                 workers=workers)  # fmt: skip
+        cut = explore_exhaustive(
+            ok_run, labels, max_deviations=1, max_executions=7, workers=workers
+        )
         assert not cut.complete and cut.executions == 7
         rand = explore_random(bad_run, runs=5, first_seed=3, workers=workers)
         assert rand.executions == 1 and rand.seeds == [3]

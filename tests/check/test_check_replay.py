@@ -89,8 +89,9 @@ def test_delta_debugging_keeps_exactly_the_deviations_the_failure_needs():
 def test_the_critical_step_is_the_last_deviation_a_failure_needs():
     rec, outcome = _failing_random_answers()
     small = minimize(_toy, rec.deviations, outcome)
-    final = RecordingOracle(ReplayOracle([(a.position, a.kind, a.label, a.value)
-                                          for a in small.deviations]))  # fmt: skip
+    final = RecordingOracle(
+        ReplayOracle([(a.position, a.kind, a.label, a.value) for a in small.deviations])
+    )
     _toy(final)
     critical = critical_choice(_toy, final.answers, samples=4)
     assert critical.answer is not None and critical.answer.position == 11
@@ -100,8 +101,9 @@ def test_the_critical_step_is_the_last_deviation_a_failure_needs():
 
 
 def test_smallest_on_t3_is_decided_by_no_choice_point_and_told_in_credit_terms():
-    run = scenario_runner("bibw", device="chelsio-t3", credits_qp="smallest", iterations=12,
-                          mca_pairs=QUEUES)  # fmt: skip
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="smallest", iterations=12, mca_pairs=QUEUES
+    )
     tracer = Tracer()
     out = run.execute(RecordingOracle(NominalOracle(), tracer), trace=tracer)
     assert not out.ok

@@ -80,11 +80,27 @@ _model = st.lists(st.lists(_step, min_size=1, max_size=2), min_size=2, max_size=
 def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model):
     bound = sum(len(s) for s in model) * 2  # more than the ties: unbounded in effect
     full = ToyRun(model, 3)
-    res_full = explore(full, Timing.NOMINAL, bound, None, 50_000, stop_at_first=False,
-                       reduce=False, footprints=ToyFootprints)  # fmt: skip
+    res_full = explore(
+        full,
+        Timing.NOMINAL,
+        bound,
+        None,
+        50_000,
+        stop_at_first=False,
+        reduce=False,
+        footprints=ToyFootprints,
+    )
     reduced = ToyRun(model, 3)
-    res_red = explore(reduced, Timing.NOMINAL, bound, None, 50_000, stop_at_first=False,
-                      reduce=True, footprints=ToyFootprints)  # fmt: skip
+    res_red = explore(
+        reduced,
+        Timing.NOMINAL,
+        bound,
+        None,
+        50_000,
+        stop_at_first=False,
+        reduce=True,
+        footprints=ToyFootprints,
+    )
     assert res_full.complete and res_red.complete
     assert reduced.outcomes == full.outcomes
     assert res_red.executions <= res_full.executions
@@ -93,10 +109,10 @@ def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model
 def test_independent_objects_need_one_execution():
     """Three objects on three registers: every order commutes, one execution covers it."""
     model = [[(0, None)], [(1, None)], [(2, None)]]
-    full = explore(ToyRun(model, 3), Timing.NOMINAL, 5, None, reduce=False,
-                   footprints=ToyFootprints)  # fmt: skip
-    red = explore(ToyRun(model, 3), Timing.NOMINAL, 5, None, reduce=True,
-                  footprints=ToyFootprints)  # fmt: skip
+    full = explore(
+        ToyRun(model, 3), Timing.NOMINAL, 5, None, reduce=False, footprints=ToyFootprints
+    )
+    red = explore(ToyRun(model, 3), Timing.NOMINAL, 5, None, reduce=True, footprints=ToyFootprints)
     assert full.executions == 6  # 3! orders
     assert red.executions == 1
     assert red.complete and red.levels_complete == 5

@@ -75,9 +75,18 @@ def test_qp_events_name_their_qp_nic_and_host():
 def test_check_timing_nominal_finds_the_t3_race_at_level_0():
     r = CliRunner().invoke(
         main,
-        ["check", "bibw", "--credits-qp", "smallest", "--exhaustive", "--timing", "nominal",
-         "--jobs", "1"],
-    )  # fmt: skip
+        [
+            "check",
+            "bibw",
+            "--credits-qp",
+            "smallest",
+            "--exhaustive",
+            "--timing",
+            "nominal",
+            "--jobs",
+            "1",
+        ],
+    )
     assert r.exit_code == 1, r.output
     assert "COUNTEREXAMPLE (timing nominal, level 0," in r.output and "TERMINATE" in r.output
 
@@ -85,9 +94,22 @@ def test_check_timing_nominal_finds_the_t3_race_at_level_0():
 def test_check_timing_bounds_level_0_proves_own_and_counts_ties():
     r = CliRunner().invoke(
         main,
-        ["check", "bibw", "--credits-qp", "own", "--iterations", "6", "--exhaustive",
-         "--timing", "bounds", "--deviations", "0", "--jobs", "1"],
-    )  # fmt: skip
+        [
+            "check",
+            "bibw",
+            "--credits-qp",
+            "own",
+            "--iterations",
+            "6",
+            "--exhaustive",
+            "--timing",
+            "bounds",
+            "--deviations",
+            "0",
+            "--jobs",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "levels 0..0 complete" in r.output and "same-instant ties" in r.output
 

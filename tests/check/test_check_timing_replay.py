@@ -17,25 +17,59 @@ def _invoke(*argv):
 
 
 def test_an_untimed_counterexample_replays_with_its_mode():
-    found = _invoke("check", "bibw", "--credits-qp", "smallest", "--exhaustive", "--timing",
-                    "untimed", "--iterations", 12, "--jobs", 1)  # fmt: skip
+    found = _invoke(
+        "check",
+        "bibw",
+        "--credits-qp",
+        "smallest",
+        "--exhaustive",
+        "--timing",
+        "untimed",
+        "--iterations",
+        12,
+        "--jobs",
+        1,
+    )
     assert found.exit_code == 1, found.output
     assert "COUNTEREXAMPLE (timing untimed" in found.output
     text = re.search(r"^replay token: (\S+)$", found.output, re.M).group(1)
     token = ReplayToken.decode(text)
     assert token.timing == "untimed" and token.oracle().ties is not None
-    again = _invoke("check", "bibw", "--credits-qp", "smallest", "--iterations", 12,
-                    "--replay", text)  # fmt: skip
+    again = _invoke(
+        "check", "bibw", "--credits-qp", "smallest", "--iterations", 12, "--replay", text
+    )
     assert again.exit_code == 1 and "TERMINATE" in again.output
-    scenario = _invoke("scenario", "bibw", "--mca", "btl_openib_receive_queues", QUEUES,
-                       "--mca", "btl_openib_credits_qp", "smallest", "--iterations", 12,
-                       "--replay", text)  # fmt: skip
+    scenario = _invoke(
+        "scenario",
+        "bibw",
+        "--mca",
+        "btl_openib_receive_queues",
+        QUEUES,
+        "--mca",
+        "btl_openib_credits_qp",
+        "smallest",
+        "--iterations",
+        12,
+        "--replay",
+        text,
+    )
     assert scenario.exit_code == 3, scenario.output
 
 
 def test_a_timing_proof_names_its_mode_and_its_classes():
-    r = _invoke("check", "bibw", "--credits-qp", "own", "--exhaustive", "--timing", "nominal",
-                "--iterations", 4, "--jobs", 1)  # fmt: skip
+    r = _invoke(
+        "check",
+        "bibw",
+        "--credits-qp",
+        "own",
+        "--exhaustive",
+        "--timing",
+        "nominal",
+        "--iterations",
+        4,
+        "--jobs",
+        1,
+    )
     assert r.exit_code == 0, r.output
     assert re.search(r"PROVED for this configuration: every execution of timing nominal", r.output)
     assert re.search(r"\d+ equivalence classes", r.output) and "levels 0..1 complete" in r.output

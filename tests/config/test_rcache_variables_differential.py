@@ -36,8 +36,14 @@ def _parse(lines):
 def _theirs(env_extra, home):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMPI_MCA_")}
     env.update(env_extra, HOME=str(home))
-    out = subprocess.run([OMPI_INFO, "--all", "--parsable"], env=env, capture_output=True,
-                         text=True, check=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [OMPI_INFO, "--all", "--parsable"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return _parse(out.stdout.splitlines())
 
 

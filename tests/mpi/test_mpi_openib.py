@@ -37,8 +37,9 @@ def test_issue_command_on_t3_with_the_shipped_ini_and_no_queue_override():
     from pyopenib.cli import main
 
     args = ["run", "-n", "2", "--device", "chelsio-t3"]
-    bad = CliRunner().invoke(main, [*args, "--mca", "btl_openib_credits_qp", "smallest",
-                                    str(PROGRAM)])  # fmt: skip
+    bad = CliRunner().invoke(
+        main, [*args, "--mca", "btl_openib_credits_qp", "smallest", str(PROGRAM)]
+    )
     assert bad.exit_code == EXIT_TRANSPORT
     assert "iWARP TERMINATE" in bad.output
     good = CliRunner().invoke(main, [*args, str(PROGRAM)])  # auto: the INI says own for T3
@@ -56,8 +57,14 @@ def test_stats_show_one_send_completion_per_batch_of_sendi_sends():
 
     btls: list = []
     prog = Path(__file__).resolve().parents[2] / "examples" / "osu_latency.py"
-    result = run_job(str(prog), 2, _keeping(openib_btls("mellanox-hermon", [], 1), btls),
-                     ["-m", "8"], stdout=io.StringIO(), stderr=io.StringIO())  # fmt: skip
+    result = run_job(
+        str(prog),
+        2,
+        _keeping(openib_btls("mellanox-hermon", [], 1), btls),
+        ["-m", "8"],
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     assert result.exit_code == 0
     small = [row for row in job_stats(btls) if row.qp == 0]
     assert len(small) == 2

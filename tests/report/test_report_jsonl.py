@@ -18,11 +18,17 @@ def test_t3_race_trace_round_trips_exactly_through_json_lines(t3_race_events, tm
 
 def test_each_line_is_the_flat_record_scenario_trace_always_wrote(tmp_path):
     path = tmp_path / "t.jsonl"
-    write_jsonl([(5, "hw", "recv_msg", "node001/chelsio-t3/qp65", (("msn", 3), ("op", "SEND")))],
-                path)  # fmt: skip
-    assert json.loads(path.read_text()) == {"t_ps": 5, "layer": "hw", "kind": "recv_msg",
-                                            "actor": "node001/chelsio-t3/qp65", "msn": 3,
-                                            "op": "SEND"}  # fmt: skip
+    write_jsonl(
+        [(5, "hw", "recv_msg", "node001/chelsio-t3/qp65", (("msn", 3), ("op", "SEND")))], path
+    )
+    assert json.loads(path.read_text()) == {
+        "t_ps": 5,
+        "layer": "hw",
+        "kind": "recv_msg",
+        "actor": "node001/chelsio-t3/qp65",
+        "msn": 3,
+        "op": "SEND",
+    }
 
 
 _names = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(
@@ -30,11 +36,15 @@ _names = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(
 )
 _values = st.one_of(st.integers(-(2**63), 2**63), st.text(max_size=12), st.booleans())
 _events = st.lists(
-    st.tuples(st.integers(0, 10**15), st.sampled_from(["hw", "btl"]), st.text(max_size=10),
-              st.text(max_size=20),
-              st.dictionaries(_names, _values, max_size=4).map(lambda d: tuple(d.items()))),
+    st.tuples(
+        st.integers(0, 10**15),
+        st.sampled_from(["hw", "btl"]),
+        st.text(max_size=10),
+        st.text(max_size=20),
+        st.dictionaries(_names, _values, max_size=4).map(lambda d: tuple(d.items())),
+    ),
     max_size=20,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=100, deadline=None)

@@ -6,9 +6,13 @@ from collections import defaultdict
 
 from pyopenib.report import find_messages, qp_peers, to_perfetto, write_trace
 
-_REQUIRED = {"M": ("name", "pid", "tid", "args"), "i": ("name", "ts", "pid", "tid", "s"),
-             "X": ("name", "ts", "dur", "pid", "tid"), "s": ("name", "id", "ts", "pid", "tid"),
-             "f": ("name", "id", "ts", "pid", "tid", "bp")}  # fmt: skip
+_REQUIRED = {
+    "M": ("name", "pid", "tid", "args"),
+    "i": ("name", "ts", "pid", "tid", "s"),
+    "X": ("name", "ts", "dur", "pid", "tid"),
+    "s": ("name", "id", "ts", "pid", "tid"),
+    "f": ("name", "id", "ts", "pid", "tid", "bp"),
+}
 
 
 def _load(events, tmp_path):
@@ -77,8 +81,10 @@ def test_connected_qps_pair_up_symmetrically_across_hosts(t3_race_events):
 def test_every_arrival_of_the_race_trace_is_paired_with_its_send(t3_race_events):
     arrivals = [i for i, e in enumerate(t3_race_events) if e[2] == "recv_msg"]
     messages = find_messages(t3_race_events)
-    assert sorted(m.arrival for m in messages if t3_race_events[m.arrival][2] == "recv_msg") \
-        == arrivals  # fmt: skip
+    assert (
+        sorted(m.arrival for m in messages if t3_race_events[m.arrival][2] == "recv_msg")
+        == arrivals
+    )
     for m in messages:
         s, a = t3_race_events[m.send], t3_race_events[m.arrival]
         assert dict(s[4])["msn"] == dict(a[4])["msn"] and s[0] <= a[0]

@@ -78,9 +78,13 @@ class _Checker:
         key = (src, dst, cls)
         early = self.early[key]
         if src != peer or seq < self.next_seq[key] or seq in early:
-            raise PyopenibError("scenario-delivery", detail=(
-                f"rank {dst} got seq {seq} of class {cls} from {src} (via peer {peer}) "
-                f"twice or from the wrong peer (next expected {self.next_seq[key]})"))  # fmt: skip
+            raise PyopenibError(
+                "scenario-delivery",
+                detail=(
+                    f"rank {dst} got seq {seq} of class {cls} from {src} (via peer {peer}) "
+                    f"twice or from the wrong peer (next expected {self.next_seq[key]})"
+                ),
+            )
         fill = (src * 31 + seq) & 0xFF
         body = bytes(data[_STAMP.size :])
         if body.count(fill) != len(body):
@@ -161,10 +165,12 @@ def _plans(name: str, nprocs: int, queues, iterations: int, eager_limit: int):
         # large QP's send queue deep while rank 0's medium fragments consume its
         # receive buffers quickly — the pattern in which the seed saw the race.
         medium = min(sizes[-1], max(eager_limit + 1, sizes[-2] + 1 if ncls > 1 else 0))
-        plans[0] = [(1, sizes[0], 0) if i % 4 == 0 else (1, medium, ncls - 1)
-                    for i in range(iterations)]  # fmt: skip
-        plans[1] = [(0, sizes[-1], ncls - 1) if i % 64 < 8 else (0, sizes[0], 0)
-                    for i in range(iterations)]  # fmt: skip
+        plans[0] = [
+            (1, sizes[0], 0) if i % 4 == 0 else (1, medium, ncls - 1) for i in range(iterations)
+        ]
+        plans[1] = [
+            (0, sizes[-1], ncls - 1) if i % 64 < 8 else (0, sizes[0], 0) for i in range(iterations)
+        ]
     elif name == "incast":
         for r in range(1, nprocs):
             plans[r] = [(0, sizes[i % ncls], i % ncls) for i in range(iterations)]
@@ -291,8 +297,9 @@ def run_scenario(
         end = first.time_ps
     else:
         end = max(finished) if finished else sim.now
-    result = ScenarioResult(name, first is None and hung is None, first, hung, end,
-                            tracer=tracer, modules=btls)  # fmt: skip
+    result = ScenarioResult(
+        name, first is None and hung is None, first, hung, end, tracer=tracer, modules=btls
+    )
     for q in range(len(queues)):
         result.frags_per_qp[q] = sum(b.traffic[q].frags for b in btls)
         result.bytes_per_qp[q] = sum(b.traffic[q].bytes for b in btls)

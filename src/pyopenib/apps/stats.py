@@ -61,14 +61,23 @@ def job_stats(btls) -> list[QpStats]:
             states = [ep.qps[q] for ep in m.endpoints.values()]
             seen = [s.qp.query_counters() for s in states if s.qp is not None]
             t = m.traffic[q]
-            rows.append(QpStats(
-                rank=m.rank, qp=q, queue=spec.spec(), frags=t.frags, bytes=t.bytes,
-                eager_rdma=t.eager, rdma_ops=t.rdma_ops, credit_msgs=t.credit_msgs,
-                piggybacked=sum(s.piggybacked for s in states),
-                completions=t.completions, unsignaled=t.unsignaled,
-                rnr_naks=sum(c.rnr_naks_received for c in seen),
-                retransmissions=sum(c.retransmissions for c in seen),
-            ))  # fmt: skip
+            rows.append(
+                QpStats(
+                    rank=m.rank,
+                    qp=q,
+                    queue=spec.spec(),
+                    frags=t.frags,
+                    bytes=t.bytes,
+                    eager_rdma=t.eager,
+                    rdma_ops=t.rdma_ops,
+                    credit_msgs=t.credit_msgs,
+                    piggybacked=sum(s.piggybacked for s in states),
+                    completions=t.completions,
+                    unsignaled=t.unsignaled,
+                    rnr_naks=sum(c.rnr_naks_received for c in seen),
+                    retransmissions=sum(c.retransmissions for c in seen),
+                )
+            )
     return rows
 
 
@@ -94,8 +103,14 @@ def stats_table(rows: list[QpStats], title: str) -> Table:
     for header, _ in _COLUMNS:
         table.add_column(header, justify="left" if header == "receive queue" else "right")
     for row in rows:
-        table.add_row(*(f"{getattr(row, field):,}" if isinstance(getattr(row, field), int)
-                        else str(getattr(row, field)) for _, field in _COLUMNS))  # fmt: skip
+        table.add_row(
+            *(
+                f"{getattr(row, field):,}"
+                if isinstance(getattr(row, field), int)
+                else str(getattr(row, field))
+                for _, field in _COLUMNS
+            )
+        )
     return table
 
 
@@ -145,7 +160,7 @@ def registration_rows(btls) -> list[RankRegistrations]:
                 c.unused,
                 c.stats.evicted,
                 c.stats.invalidated,
-            )  # fmt: skip
+            )
         )
     return rows
 

@@ -234,8 +234,9 @@ class RegistrationCache:
             except TypeError:
                 pass  # bytes, bytearray: the program's free cannot be seen
         if ref is None:
-            reg = Registration(self._serial, self.pd.reg_mr(buffer, self.access), None,
-                               start, end, owner)  # fmt: skip
+            reg = Registration(
+                self._serial, self.pd.reg_mr(buffer, self.access), None, start, end, owner
+            )
         else:
             owner_id = id(owner)
             mr = self.pd.reg_mr(_alias(start, n), self.access)

@@ -27,8 +27,10 @@ class Branches:
 
     def lines(self) -> list[str]:
         never = [name for name, n in self.counts.items() if n == 0]
-        out = ["protocol branches in the nominal run: "
-               + ", ".join(f"{name} {n}" for name, n in self.counts.items())]  # fmt: skip
+        out = [
+            "protocol branches in the nominal run: "
+            + ", ".join(f"{name} {n}" for name, n in self.counts.items())
+        ]
         if never:
             out.append(
                 "  never exercised (the verdict says nothing about them): " + ", ".join(never)

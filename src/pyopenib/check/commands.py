@@ -84,17 +84,30 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
     else:
         ranks = nprocs or 2
         if peer_device is not None:
-            raise PyopenibError("check-program-options", exit_code=EXIT_INPUT,
-                                option="--peer-device")  # fmt: skip
+            raise PyopenibError(
+                "check-program-options", exit_code=EXIT_INPUT, option="--peer-device"
+            )
     # every worker runs one execution at a time, each with the target's ranks
-    ctx = scenario_settings(mca, credits_qp, (device, peer_device), "pyopenib check",
-                            CHECK_QUEUES, ranks * (1 if dask else jobs))  # fmt: skip
+    ctx = scenario_settings(
+        mca,
+        credits_qp,
+        (device, peer_device),
+        "pyopenib check",
+        CHECK_QUEUES,
+        ranks * (1 if dask else jobs),
+    )
     pairs = ctx.explicit_pairs()
     devices = [device] + [peer_device or device] * (ranks - 1)
     policy = ctx.get("btl_openib_credits_qp")
     if is_scenario:
-        run = scenario_runner(target, device=device, peer_device=peer_device, mca_pairs=pairs,
-                              iterations=iterations, nprocs=ranks)  # fmt: skip
+        run = scenario_runner(
+            target,
+            device=device,
+            peer_device=peer_device,
+            mca_pairs=pairs,
+            iterations=iterations,
+            nprocs=ranks,
+        )
         config = scenario_config(target, devices, pairs, iterations, ranks)
         argv = ["pyopenib", "scenario", target, "--device", device]
         if peer_device:
@@ -116,9 +129,13 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
 @click.argument("target", metavar="SCENARIO|PROGRAM.py")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
-    "-n", "--np", "nprocs", type=click.IntRange(min=2, max=MAX_SCENARIO_RANKS), default=None,
+    "-n",
+    "--np",
+    "nprocs",
+    type=click.IntRange(min=2, max=MAX_SCENARIO_RANKS),
+    default=None,
     help="Ranks [programs: 2; scenarios: 2, incast 4].",
-)  # fmt: skip
+)
 @device_options("Scenarios: device of the other ranks (mixed cluster).")
 @credits_qp_option()
 @mca_option()
@@ -199,9 +216,28 @@ def _target(target, args, nprocs, device, peer_device, credits_qp, mca, iteratio
     metavar="ADDRESS|local",
     help="Run the executions on this Dask scheduler (or a local Dask cluster).",
 )
-def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations, exhaustive,
-          deviations, labels, timing, max_executions, time_budget, runs, seed, replay, trace_file, jobs,
-          dask):  # fmt: skip
+def check(
+    target,
+    args,
+    nprocs,
+    device,
+    peer_device,
+    credits_qp,
+    mca,
+    iterations,
+    exhaustive,
+    deviations,
+    labels,
+    timing,
+    max_executions,
+    time_budget,
+    runs,
+    seed,
+    replay,
+    trace_file,
+    jobs,
+    dask,
+):
     """Explore orderings of a scenario or of an unmodified mpi4py PROGRAM.py: find a
     counterexample or report exactly what was covered.
 
@@ -213,8 +249,9 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
     label_set = None if labels in (None, "all") else frozenset(x for x in labels.split(",") if x)
     if labels is not None and label_set is not None and not label_set:
         raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
-    tgt = _target(target, args, nprocs, device, peer_device, credits_qp, mca, iterations,
-                  jobs, dask)  # fmt: skip
+    tgt = _target(
+        target, args, nprocs, device, peer_device, credits_qp, mca, iterations, jobs, dask
+    )
     if replay is not None:
         replay.require(tgt.config)
         click.echo(tgt.title)
@@ -233,8 +270,18 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
     for line in branches.lines():
         click.echo(line)
     if exhaustive and timing is not None:
-        _timed_search(tgt, Timing(timing), deviations, labels, label_set, max_executions,
-                      time_budget, jobs, dask, trace_out)  # fmt: skip
+        _timed_search(
+            tgt,
+            Timing(timing),
+            deviations,
+            labels,
+            label_set,
+            max_executions,
+            time_budget,
+            jobs,
+            dask,
+            trace_out,
+        )
     total = None
     if exhaustive and deviations <= 1:
         total = 1 + (coverage.level_one(label_set) if deviations else 0)
@@ -277,15 +324,19 @@ def check(target, args, nprocs, device, peer_device, credits_qp, mca, iterations
     _counterexample(tgt, found, trace_out)
 
 
-def _timed_search(tgt, timing, bound, labels, label_set, max_executions, time_budget, jobs,
-                  dask, trace_out):  # fmt: skip
+def _timed_search(
+    tgt, timing, bound, labels, label_set, max_executions, time_budget, jobs, dask, trace_out
+):
     """``--timing``: the search of ``check/search.py`` (ties always branch; without
     ``--labels`` every label does, since a timing mode names its own space)."""
     search_labels = None if labels is None or label_set is None else label_set | {TIE_LABEL}
     res, stop = _explore(
         lambda w: explore(tgt.run, timing, bound, search_labels, max_executions, workers=w),
-        jobs, dask, time_budget, None,
-    )  # fmt: skip
+        jobs,
+        dask,
+        time_budget,
+        None,
+    )
     if stop is not None:
         click.echo(
             f"INCOMPLETE (--time-budget {time_budget:g} s reached): {stop.executions} "
@@ -341,8 +392,9 @@ def _counterexample(tgt, found, trace_out, timing: str | None = None):
     final = RecordingOracle(ReplayOracle(kept, timing=timing), tracer)
     out = tgt.run.execute(final, trace=tracer)
     if out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
-        raise RuntimeError("the reduced counterexample passed on replay: the model is not "
-                           "deterministic")  # fmt: skip
+        raise RuntimeError(
+            "the reduced counterexample passed on replay: the model is not deterministic"
+        )
     token = ReplayToken.of(tgt.config, final.answers, timing)
     how = "1-minimal" if small.one_minimal else "reduced (test budget reached)"
     if out.text != first.text:

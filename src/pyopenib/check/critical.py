@@ -84,8 +84,9 @@ def _continuations(samples: int, seed: int):
         yield f"random seed {seed + i}", (lambda s=seed + i: RandomOracle(s))
 
 
-def critical_choice(run, answers: list[Answer], samples: int = 6, seed: int = 0,
-                    ties=None) -> CriticalChoice:  # fmt: skip
+def critical_choice(
+    run, answers: list[Answer], samples: int = 6, seed: int = 0, ties=None
+) -> CriticalChoice:
     """Binary search for the first prefix length whose every sampled continuation fails
     (fixing more of a failing run can only narrow what may still pass)."""
     tests = 0
@@ -134,8 +135,9 @@ def _receiver(hw_actor: str, fatal_actor: str) -> str:
 def credit_story(events) -> list[str]:
     """The credit message behind a TERMINATE / RNR NAK, from a trace (empty when the
     failure is of another kind or the trace lacks the events)."""
-    fail = next((i for i, e in enumerate(events) if e[2] in ("terminate_sent", "rnr_nak_sent")),
-                None)  # fmt: skip
+    fail = next(
+        (i for i, e in enumerate(events) if e[2] in ("terminate_sent", "rnr_nak_sent")), None
+    )
     if fail is None:
         return []
     t_fail, _, kind, hw_actor, _ = events[fail]

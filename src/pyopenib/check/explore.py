@@ -128,8 +128,14 @@ def _batch_size(workers) -> int:
     return 1 if workers.jobs == 1 and workers.dask is None else 4 * workers.jobs
 
 
-def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions: int = 10_000,
-                       stop_at_first: bool = True, workers=None) -> ExplorationResult:  # fmt: skip
+def explore_exhaustive(
+    run,
+    labels=None,
+    max_deviations: int = 1,
+    max_executions: int = 10_000,
+    stop_at_first: bool = True,
+    workers=None,
+) -> ExplorationResult:
     """Breadth-first by number of deviations. ``run(oracle) -> (ok, outcome)``.
 
     An execution is the tuple of (choice index, option) where it leaves nominal timing;
@@ -148,8 +154,9 @@ def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions
     first_failure = None
     while frontier:
         if executions >= max_executions:
-            return ExplorationResult(executions, False, nominal_points, first_failure,
-                                     "exhaustive", max_deviations)  # fmt: skip
+            return ExplorationResult(
+                executions, False, nominal_points, first_failure, "exhaustive", max_deviations
+            )
         take = min(batch, len(frontier), max_executions - executions)
         chunk = [frontier.popleft() for _ in range(take)]
         results = workers.map(_execute, [(run, _script(devs), labels) for devs in chunk])
@@ -162,20 +169,28 @@ def explore_exhaustive(run, labels=None, max_deviations: int = 1, max_executions
                 if first_failure is None:
                     first_failure = ex
                 if stop_at_first:
-                    return ExplorationResult(executions, False, nominal_points, first_failure,
-                                             "exhaustive", max_deviations)  # fmt: skip
+                    return ExplorationResult(
+                        executions,
+                        False,
+                        nominal_points,
+                        first_failure,
+                        "exhaustive",
+                        max_deviations,
+                    )
             if len(devs) >= max_deviations:
                 continue
             start = devs[-1][0] + 1 if devs else 0
             for j in range(start, len(trail)):
                 for alt in range(1, trail[j][1]):
                     frontier.append((*devs, (j, alt)))
-    return ExplorationResult(executions, True, nominal_points, first_failure, "exhaustive",
-                             max_deviations)  # fmt: skip
+    return ExplorationResult(
+        executions, True, nominal_points, first_failure, "exhaustive", max_deviations
+    )
 
 
-def explore_random(run, runs: int = 100, first_seed: int = 0, stop_at_first: bool = True,
-                   workers=None) -> ExplorationResult:  # fmt: skip
+def explore_random(
+    run, runs: int = 100, first_seed: int = 0, stop_at_first: bool = True, workers=None
+) -> ExplorationResult:
     """Seeded random oracles ``first_seed .. first_seed + runs - 1`` (in batches over
     ``workers`` when given; the outcome is the sequential one)."""
     workers = workers or _Inline()
@@ -188,15 +203,14 @@ def explore_random(run, runs: int = 100, first_seed: int = 0, stop_at_first: boo
     while next_seed < end:
         chunk = list(range(next_seed, min(end, next_seed + batch)))
         next_seed = chunk[-1] + 1
-        for seed, (ok, outcome) in zip(chunk, workers.map(_execute_seed,
-                                                          [(run, s) for s in chunk]),
-                                       strict=True):  # fmt: skip
+        for seed, (ok, outcome) in zip(
+            chunk, workers.map(_execute_seed, [(run, s) for s in chunk]), strict=True
+        ):
             done += 1
             if not ok:
                 seeds.append(seed)
                 if failure is None:
                     failure = Execution([seed], False, outcome)
                 if stop_at_first:
-                    return ExplorationResult(done, done == runs, 0, failure, "random",
-                                             seeds=seeds)  # fmt: skip
+                    return ExplorationResult(done, done == runs, 0, failure, "random", seeds=seeds)
     return ExplorationResult(done, done == runs, 0, failure, "random", seeds=seeds)

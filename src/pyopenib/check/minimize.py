@@ -33,8 +33,9 @@ def _key(answers) -> tuple:
     return tuple((a.position, a.kind, a.label, a.value) for a in answers)
 
 
-def minimize(run, deviations: list[Answer], outcome: str, budget: int = 300,
-             timing: str | None = None) -> Minimized:  # fmt: skip
+def minimize(
+    run, deviations: list[Answer], outcome: str, budget: int = 300, timing: str | None = None
+) -> Minimized:
     """``run(oracle) -> (ok, outcome)``; ``deviations`` of an execution that fails with
     ``outcome`` (under ``timing``'s choice points, see ``ReplayOracle``). Returns the
     reduced deviations (sorted by position) and their outcome."""

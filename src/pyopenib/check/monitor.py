@@ -28,8 +28,13 @@ class BudgetReached(Exception):  # noqa: N818 - a control-flow signal, like Stop
 class Monitor:
     """``workers`` with a deadline and a progress bar; same ``jobs``/``dask``/``map``."""
 
-    def __init__(self, workers, budget_s: float | None = None, total: int | None = None,
-                 show: bool | None = None):  # fmt: skip
+    def __init__(
+        self,
+        workers,
+        budget_s: float | None = None,
+        total: int | None = None,
+        show: bool | None = None,
+    ):
         self.workers = workers
         self.jobs = workers.jobs
         self.dask = workers.dask

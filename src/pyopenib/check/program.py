@@ -35,8 +35,15 @@ class ProgramRun:
     """``run(oracle)`` for one job of ``path`` on ``nprocs`` ranks; a plain picklable
     object (worker processes and Dask receive it)."""
 
-    def __init__(self, path: str, nprocs: int, devices, mca_pairs, args=(),
-                 timeout: float = SIMULATED_LIMIT_S):  # fmt: skip
+    def __init__(
+        self,
+        path: str,
+        nprocs: int,
+        devices,
+        mca_pairs,
+        args=(),
+        timeout: float = SIMULATED_LIMIT_S,
+    ):
         self.path = path
         self.nprocs = nprocs
         self.devices = list(devices)
@@ -61,8 +68,16 @@ class ProgramRun:
 
         out, err = io.StringIO(), io.StringIO()
         sim = Simulator(oracle=oracle, tracer=trace)
-        result = run_job(self.path, self.nprocs, make_btls, self.args, sim=sim,
-                         timeout=self.timeout, stdout=out, stderr=err)  # fmt: skip
+        result = run_job(
+            self.path,
+            self.nprocs,
+            make_btls,
+            self.args,
+            sim=sim,
+            timeout=self.timeout,
+            stdout=out,
+            stderr=err,
+        )
         output = out.getvalue() + err.getvalue()
         at = f"at {result.sim_time_ps / 1e6:.3f} us"
         if result.exit_code == 0:
@@ -72,8 +87,11 @@ class ProgramRun:
         if result.reason == "deadlock":
             # where each rank waits (the runner's report), then the BTL's share; the
             # clock stands at the simulated limit by then, so no time is claimed
-            stall = [x.strip() for x in err.getvalue().splitlines()
-                     if x.lstrip().startswith(("rank ", "pending request"))]  # fmt: skip
+            stall = [
+                x.strip()
+                for x in err.getvalue().splitlines()
+                if x.lstrip().startswith(("rank ", "pending request"))
+            ]
             stall += stall_report(btls)
             return Outcome(False, text, stall, output, btls)
         return Outcome(False, f"{text} {at}", stall, output, btls)

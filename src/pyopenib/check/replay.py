@@ -137,7 +137,7 @@ class RecordingOracle(Oracle):
                 options=n,
                 time_ps=now,
                 trace_index=idx,
-            )  # fmt: skip
+            )
         )
         return value
 
@@ -155,7 +155,7 @@ class RecordingOracle(Oracle):
                 hi,
                 time_ps=now,
                 trace_index=idx,
-            )  # fmt: skip
+            )
         )
         return value
 
@@ -195,9 +195,12 @@ class ReplayOracle(Oracle):
             return value
         if self.strict:
             raise PyopenibError(
-                "replay-diverged", exit_code=EXIT_BAD_TOKEN, position=pos,
-                label=f"{kind} {label}", recorded=f"{rkind} {rlabel} = {value}",
-            )  # fmt: skip
+                "replay-diverged",
+                exit_code=EXIT_BAD_TOKEN,
+                position=pos,
+                label=f"{kind} {label}",
+                recorded=f"{rkind} {rlabel} = {value}",
+            )
         return None
 
     def choose(self, label: str, n: int) -> int:

@@ -80,8 +80,14 @@ class SearchOracle(Oracle):
     tie, the alternatives that race (``reduce``). ``footprints``: the class computing
     what each step touches (``check/footprint.Footprints``; tests give toy models theirs)."""
 
-    def __init__(self, script=(), timing: Timing = Timing.NOMINAL, labels=None,
-                 reduce: bool = True, footprints=Footprints):  # fmt: skip
+    def __init__(
+        self,
+        script=(),
+        timing: Timing = Timing.NOMINAL,
+        labels=None,
+        reduce: bool = True,
+        footprints=Footprints,
+    ):
         self.script = list(script)
         self.timing = timing
         self.labels = labels
@@ -116,8 +122,9 @@ class SearchOracle(Oracle):
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
         if not self._branches(label) or self.sim is None:
             return nominal
-        values = duration_choices(self.timing, self.sim, label, lo, nominal, hi,
-                                  self._relevant(label))  # fmt: skip
+        values = duration_choices(
+            self.timing, self.sim, label, lo, nominal, hi, self._relevant(label)
+        )
         if len(values) == 1:
             return nominal
         pick = self.choose(label, len(values))
@@ -210,8 +217,9 @@ class SearchOracle(Oracle):
                             closure.add(c)
                             todo.append(c)
                 fp = set().union(*(steps[c].fp for c in closure))
-                if any(_conflict(fp, steps[q].fp) for q in range(p, len(steps))
-                       if q not in closure):  # fmt: skip
+                if any(
+                    _conflict(fp, steps[q].fp) for q in range(p, len(steps)) if q not in closure
+                ):
                     alts.append(i)
             self.trail[trail_index].alternatives = tuple(alts)
 
@@ -285,9 +293,17 @@ class _Inline:
         return [fn(item) for item in items]
 
 
-def explore(run, timing: Timing = Timing.NOMINAL, bound: int = 1, labels=None,
-            max_executions: int = 20_000, stop_at_first: bool = True, reduce: bool = True,
-            workers=None, footprints=Footprints) -> SearchResult:  # fmt: skip
+def explore(
+    run,
+    timing: Timing = Timing.NOMINAL,
+    bound: int = 1,
+    labels=None,
+    max_executions: int = 20_000,
+    stop_at_first: bool = True,
+    reduce: bool = True,
+    workers=None,
+    footprints=Footprints,
+) -> SearchResult:
     """Search the executions of ``run(oracle) -> (ok, outcome)`` under ``timing`` with at
     most ``bound`` deviations (see the module docstring). With ``workers`` the level's
     executions run in ordered batches; counts and the violation are the sequential ones."""
@@ -307,9 +323,19 @@ def explore(run, timing: Timing = Timing.NOMINAL, bound: int = 1, labels=None,
         met: dict[str, int] = {}
         for c in nominal_trail:
             met[c.label] = met.get(c.label, 0) + 1
-        return SearchResult(timing, bound, levels_complete, executions, len(classes),
-                            violation, complete, len(nominal_trail),
-                            met.get(TIE_LABEL, 0), met, pruned)  # fmt: skip
+        return SearchResult(
+            timing,
+            bound,
+            levels_complete,
+            executions,
+            len(classes),
+            violation,
+            complete,
+            len(nominal_trail),
+            met.get(TIE_LABEL, 0),
+            met,
+            pruned,
+        )
 
     while level:
         following: list[tuple] = []
@@ -318,8 +344,9 @@ def explore(run, timing: Timing = Timing.NOMINAL, bound: int = 1, labels=None,
                 return result(False)
             chunk = level[at : at + min(batch, max_executions - executions)]
             tasks = [(run, _script(d), timing, labels, reduce, footprints) for d in chunk]
-            for devs, (ok, outcome, trail, sig) in zip(chunk, workers.map(_execute, tasks),
-                                                       strict=True):  # fmt: skip
+            for devs, (ok, outcome, trail, sig) in zip(
+                chunk, workers.map(_execute, tasks), strict=True
+            ):
                 executions += 1
                 classes.add(sig)
                 if executions == 1:
@@ -332,7 +359,7 @@ def explore(run, timing: Timing = Timing.NOMINAL, bound: int = 1, labels=None,
                             (i, c.label, c.chosen, None if c.values is None else c.values[c.chosen])
                             for i, c in enumerate(trail)
                             if c.chosen
-                        ],  # fmt: skip
+                        ],
                         depth,
                     )
                     if stop_at_first:

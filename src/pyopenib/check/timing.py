@@ -44,8 +44,9 @@ class Timing(Enum):
     UNTIMED = "untimed"
 
 
-def duration_choices(timing: Timing, sim, label: str, lo: int, nominal: int, hi: int,
-                     relevant=None):  # fmt: skip
+def duration_choices(
+    timing: Timing, sim, label: str, lo: int, nominal: int, hi: int, relevant=None
+):
     """The values worth trying for one duration, nominal first (see the module doc).
     ``relevant(entry)``: the pending events whose order against this duration's event can
     matter (the dependent ones); None: all of them."""

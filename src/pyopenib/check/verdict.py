@@ -73,22 +73,31 @@ class Coverage:
         if labels is None:
             if not self.branching:
                 raise PyopenibError(
-                    "check-label-no-branch", exit_code=EXIT_INPUT, target=target,
-                    labels="every label", known="none",
-                )  # fmt: skip
+                    "check-label-no-branch",
+                    exit_code=EXIT_INPUT,
+                    target=target,
+                    labels="every label",
+                    known="none",
+                )
             return
         never = sorted(x for x in labels if not self.met[x])
         if never:
             raise PyopenibError(
-                "check-label-never-met", exit_code=EXIT_INPUT, target=target,
-                labels=", ".join(never), known=", ".join(sorted(self.met)) or "none",
-            )  # fmt: skip
+                "check-label-never-met",
+                exit_code=EXIT_INPUT,
+                target=target,
+                labels=", ".join(never),
+                known=", ".join(sorted(self.met)) or "none",
+            )
         flat = sorted(x for x in labels if not self.branching[x])
         if flat:
             raise PyopenibError(
-                "check-label-no-branch", exit_code=EXIT_INPUT, target=target,
-                labels=", ".join(flat), known=", ".join(sorted(self.branching)) or "none",
-            )  # fmt: skip
+                "check-label-no-branch",
+                exit_code=EXIT_INPUT,
+                target=target,
+                labels=", ".join(flat),
+                known=", ".join(sorted(self.branching)) or "none",
+            )
 
     def table(self, labels: frozenset[str] | None) -> list[str]:
         """One line per label of the nominal run: met, branching, explored or not."""
@@ -158,10 +167,14 @@ def search_verdict_lines(res, labels, cut_by: str | None) -> list[str]:
         else "no level complete"
     )
     if res.complete:
-        return [f"PROVED for this configuration: {space} was covered: {reduced}, {levels}, "
-                "no failure", f"  timing {mode}: {_MODE_MEANS[mode]}"]  # fmt: skip
-    return [f"INCOMPLETE ({cut_by}): {reduced} of {space}; {levels}; no failure among them. "
-            "This is not a proof."]  # fmt: skip
+        return [
+            f"PROVED for this configuration: {space} was covered: {reduced}, {levels}, no failure",
+            f"  timing {mode}: {_MODE_MEANS[mode]}",
+        ]
+    return [
+        f"INCOMPLETE ({cut_by}): {reduced} of {space}; {levels}; no failure among them. "
+        "This is not a proof."
+    ]
 
 
 _MODE_MEANS = {

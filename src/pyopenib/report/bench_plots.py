@@ -50,22 +50,32 @@ def plot_osu(test: str, figures, unit: str, path: str) -> str:
     failed_any = False
     for di, device in enumerate(devices):
         for pi, policy in enumerate(policies):
-            pts = sorted((f for f in figures if f.device == device and f.policy == policy
-                          and f.key > 0), key=lambda f: f.key)  # fmt: skip
+            pts = sorted(
+                (f for f in figures if f.device == device and f.policy == policy and f.key > 0),
+                key=lambda f: f.key,
+            )
             if not pts:
                 continue
             ok = [(f.key, f.value) for f in pts if f.value is not None]
             colour = colours(di % 10)
             if ok:
                 xs, ys = zip(*ok, strict=True)
-                ax.plot(xs, ys, color=colour, label=f"{device} {policy}",
-                        **_STYLES[pi % len(_STYLES)])  # fmt: skip
+                ax.plot(
+                    xs, ys, color=colour, label=f"{device} {policy}", **_STYLES[pi % len(_STYLES)]
+                )
             bad = [f.key for f in pts if f.value is None]
             if bad:
                 failed_any = True
-                ax.plot(bad, [0.02] * len(bad), "x", color=colour, markersize=9,
-                        transform=ax.get_xaxis_transform(), clip_on=False,
-                        label=f"{device} {policy}: FAILS")  # fmt: skip
+                ax.plot(
+                    bad,
+                    [0.02] * len(bad),
+                    "x",
+                    color=colour,
+                    markersize=9,
+                    transform=ax.get_xaxis_transform(),
+                    clip_on=False,
+                    label=f"{device} {policy}: FAILS",
+                )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")  # OSU figures span decades across sizes
     if sizes:

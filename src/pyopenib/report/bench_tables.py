@@ -67,8 +67,10 @@ def policy_table(figures) -> Table:
     policy (cm = explicit credit messages), and own / smallest when both completed."""
     policies = list(dict.fromkeys(f.policy for f in figures))
     cells = {(f.device, f.key, f.policy): f for f in figures}
-    table = Table(title="Simulated completion time per credits policy (cm = explicit "
-                  "credit messages)", title_justify="left")  # fmt: skip
+    table = Table(
+        title="Simulated completion time per credits policy (cm = explicit credit messages)",
+        title_justify="left",
+    )
     table.add_column("device")
     table.add_column("scenario")
     for policy in policies:
@@ -94,16 +96,21 @@ def wall_table(results) -> Table:
     groups: dict[str, list] = {}
     for r in results:
         groups.setdefault(r.point.workload, []).append(r)
-    table = Table(title="Wall time per point (this machine; not part of the results)",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title="Wall time per point (this machine; not part of the results)", title_justify="left"
+    )
     for col in ("workload", "points", "total s", "slowest point"):
         table.add_column(col, justify="left" if col == "workload" else "right")
     for workload, rs in groups.items():
         slow = max(rs, key=lambda r: r.wall_s)
         p = slow.point
         where = f"{p.device} {p.policy}" + (f" size {p.size}" if p.size else "")
-        table.add_row(workload, str(len(rs)), f"{sum(r.wall_s for r in rs):.2f}",
-                      f"{where}: {slow.wall_s:.2f} s")  # fmt: skip
+        table.add_row(
+            workload,
+            str(len(rs)),
+            f"{sum(r.wall_s for r in rs):.2f}",
+            f"{where}: {slow.wall_s:.2f} s",
+        )
     total = sum(r.wall_s for r in results)
     table.caption = f"{len(results)} points, {total:.1f} s of worker time"
     return table

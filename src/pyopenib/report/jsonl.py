@@ -55,28 +55,50 @@ def read_jsonl(path) -> list[tuple]:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise PyopenibError("report-trace-line", path=path, line=lineno,
-                                        reason=exc.msg, text=_clip(line)) from None  # fmt: skip
+                    raise PyopenibError(
+                        "report-trace-line",
+                        path=path,
+                        line=lineno,
+                        reason=exc.msg,
+                        text=_clip(line),
+                    ) from None
                 events.append(_event(record, path, lineno, line))
         except UnicodeDecodeError:
-            raise PyopenibError("report-trace-unreadable", path=path,
-                                reason="not UTF-8 text (is it a JSON-lines trace?)") from None  # fmt: skip
+            raise PyopenibError(
+                "report-trace-unreadable",
+                path=path,
+                reason="not UTF-8 text (is it a JSON-lines trace?)",
+            ) from None
     return events
 
 
 def _event(record, path, lineno, line) -> tuple:
     if not isinstance(record, dict):
-        raise PyopenibError("report-trace-line", path=path, line=lineno,
-                            reason="not a JSON object", text=_clip(line))  # fmt: skip
+        raise PyopenibError(
+            "report-trace-line",
+            path=path,
+            line=lineno,
+            reason="not a JSON object",
+            text=_clip(line),
+        )
     missing = [k for k in RESERVED_KEYS if k not in record]
     if missing:
-        raise PyopenibError("report-trace-line", path=path, line=lineno,
-                            reason="missing " + ", ".join(missing), text=_clip(line))  # fmt: skip
+        raise PyopenibError(
+            "report-trace-line",
+            path=path,
+            line=lineno,
+            reason="missing " + ", ".join(missing),
+            text=_clip(line),
+        )
     t = record["t_ps"]
     if type(t) is not int or t < 0:
-        raise PyopenibError("report-trace-line", path=path, line=lineno,
-                            reason=f"t_ps must be a non-negative integer, got {t!r}",
-                            text=_clip(line))  # fmt: skip
+        raise PyopenibError(
+            "report-trace-line",
+            path=path,
+            line=lineno,
+            reason=f"t_ps must be a non-negative integer, got {t!r}",
+            text=_clip(line),
+        )
     fields = tuple((k, v) for k, v in record.items() if k not in RESERVED_KEYS)
     return (t, record["layer"], record["kind"], record["actor"], fields)
 

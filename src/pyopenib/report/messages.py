@@ -180,8 +180,11 @@ def _control_posts(events, peers) -> dict[int, int]:
         f = _fields(e)
         op = "RDMA_WRITE" if f.get("by_rdma") else "SEND"
         if "qpn" in f:  # the event names the QP it was posted on: exact
-            candidates = [a for a in small if track_of(a, hosts).host == t.host
-                          and track_of(a, hosts).qpn == f["qpn"]]  # fmt: skip
+            candidates = [
+                a
+                for a in small
+                if track_of(a, hosts).host == t.host and track_of(a, hosts).qpn == f["qpn"]
+            ]
         else:  # older traces: the connection's QP at the message's index
             conn = qps.get((t.host, host_of_rank(int(peer_rank), hosts)), [])
             index = f.get("on_qp", 0)

@@ -63,8 +63,14 @@ def to_perfetto(events) -> dict:
     out = []
     for i, (t, layer, kind, actor, fields) in enumerate(events):
         p, th = where(i)
-        ev = {"name": kind, "cat": layer, "ts": _us(t), "pid": p, "tid": th,
-              "args": {"actor": actor, **dict(fields)}}  # fmt: skip
+        ev = {
+            "name": kind,
+            "cat": layer,
+            "ts": _us(t),
+            "pid": p,
+            "tid": th,
+            "args": {"actor": actor, **dict(fields)},
+        }
         if i in slices:
             ev.update(ph="X", dur=durations[i])
         else:
@@ -82,12 +88,24 @@ def to_perfetto(events) -> dict:
     fail_idx = first_failure(events)
     if fail_idx is not None:
         fail = events[fail_idx]
-        out.append({"name": f"first failure: {fail[2]} on {fail[3]}", "cat": "failure",
-                    "ph": "i", "s": "g", "ts": _us(fail[0]), "pid": 0, "tid": 0,
-                    "args": dict(fail[4])})  # fmt: skip
+        out.append(
+            {
+                "name": f"first failure: {fail[2]} on {fail[3]}",
+                "cat": "failure",
+                "ph": "i",
+                "s": "g",
+                "ts": _us(fail[0]),
+                "pid": 0,
+                "tid": 0,
+                "args": dict(fail[4]),
+            }
+        )
     out.sort(key=lambda ev: ev["ts"])  # stable: trace order within equal times
-    return {"traceEvents": meta + out, "displayTimeUnit": "ns",
-            "otherData": {"source": "pyopenib", "time_unit": "us = simulated microseconds"}}  # fmt: skip
+    return {
+        "traceEvents": meta + out,
+        "displayTimeUnit": "ns",
+        "otherData": {"source": "pyopenib", "time_unit": "us = simulated microseconds"},
+    }
 
 
 def _slice_durations(events, slices) -> dict[int, float]:

@@ -64,8 +64,10 @@ def _text(kind: str, f: dict) -> str | None:
     if kind == "credits_in":
         return f"credits_in qp={f.get('qp')} +{f.get('credits')}"
     if kind == "terminate_sent":
-        return (f"TERMINATE sent: msn {f.get('msn')}, {f.get('posted')} posted, "
-                f"{f.get('usable')} usable")  # fmt: skip
+        return (
+            f"TERMINATE sent: msn {f.get('msn')}, {f.get('posted')} posted, "
+            f"{f.get('usable')} usable"
+        )
     if kind == "rnr_nak_sent":
         return f"RNR NAK sent: msn {f.get('msn')}, {f.get('usable')} usable"
     if kind == "fatal":
@@ -134,8 +136,13 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
     t0, t1 = window
     groups = _group_bursts(events, sorted(shown))
     if len(groups) > MAX_ROWS:
-        raise PyopenibError("report-window-too-large", rows=len(groups), t0=f"{t0 / 1e6:.3f}",
-                            t1=f"{t1 / 1e6:.3f}", limit=MAX_ROWS)  # fmt: skip
+        raise PyopenibError(
+            "report-window-too-large",
+            rows=len(groups),
+            t0=f"{t0 / 1e6:.3f}",
+            t1=f"{t1 / 1e6:.3f}",
+            limit=MAX_ROWS,
+        )
     rows = [g[0] for g in groups]
     row_of = {i: n for n, g in enumerate(groups) for i in g}
     burst = {g[0]: g for g in groups if len(g) > 1}
@@ -188,18 +195,36 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
     for m in messages:
         a, b = (x_of[track[m.send]], row_of[m.send]), (x_of[track[m.arrival]], row_of[m.arrival])
         failed = events[m.arrival][2] != "recv_msg"
-        colour = _FAIL if failed else _DATA if m.control is None else (
-            _CTS if m.label == "CTS" else _CREDIT)  # fmt: skip
+        colour = (
+            _FAIL
+            if failed
+            else _DATA
+            if m.control is None
+            else (_CTS if m.label == "CTS" else _CREDIT)
+        )
         lw = 1.0 if colour == _DATA else 2.0
-        ax.annotate("", xy=b, xytext=a, zorder=3, annotation_clip=False,
-                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": lw,
-                                "shrinkA": 2, "shrinkB": 2})  # fmt: skip
+        ax.annotate(
+            "",
+            xy=b,
+            xytext=a,
+            zorder=3,
+            annotation_clip=False,
+            arrowprops={"arrowstyle": "-|>", "color": colour, "lw": lw, "shrinkA": 2, "shrinkB": 2},
+        )
         ax.plot(*a, marker="o", ms=3, color=colour, zorder=4)
         # labels sit nearer the sender so that crossing arrows keep theirs apart
-        ax.text(a[0] + 0.35 * (b[0] - a[0]), a[1] + 0.35 * (b[1] - a[1]), m.label, ha="center", va="center",
-                fontsize=7 if colour == _DATA else 8, color=colour,
-                weight="normal" if colour == _DATA else "bold", zorder=5,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})  # fmt: skip
+        ax.text(
+            a[0] + 0.35 * (b[0] - a[0]),
+            a[1] + 0.35 * (b[1] - a[1]),
+            m.label,
+            ha="center",
+            va="center",
+            fontsize=7 if colour == _DATA else 8,
+            color=colour,
+            weight="normal" if colour == _DATA else "bold",
+            zorder=5,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
         if m.control is not None:
             c = (x_of[track[m.control]], row_of[m.control])
             ax.plot([c[0], a[0]], [c[1], a[1]], ls=":", lw=1.2, color=colour, zorder=2)
@@ -216,10 +241,17 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
             text = f"\u00d7{len(burst[i])} {kind} (to {events[burst[i][-1]][0] / 1e6:,.3f} us)"
         if text:
             right = x <= mid
-            ax.text(x + (0.08 if right else -0.08), y, text, ha="left" if right else "right",
-                    va="center", fontsize=7.5, color=colour if colour != "#666666" else "black",
-                    zorder=7, bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
-                                    "alpha": 0.7})  # fmt: skip
+            ax.text(
+                x + (0.08 if right else -0.08),
+                y,
+                text,
+                ha="left" if right else "right",
+                va="center",
+                fontsize=7.5,
+                color=colour if colour != "#666666" else "black",
+                zorder=7,
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7},
+            )
 
     title = f"pyopenib trace, {t0 / 1e6:,.3f} us to {t1 / 1e6:,.3f} us"
     if fail is not None:
@@ -235,13 +267,20 @@ def draw_sequence(events, window: tuple[int, int] | None = None, last: int = 8):
         Line2D([], [], color=_OK, marker="s", ms=6, ls="none", label="BTL posts receives"),
         Line2D([], [], color=_CREDIT, ls=":", lw=1.2, label="BTL post \u2192 NIC emits"),
     ]
-    fig.legend(handles=legend, loc="lower center", ncol=4, fontsize=7.5, frameon=False,
-               bbox_to_anchor=(0.5, 0.05 / height))  # fmt: skip
+    fig.legend(
+        handles=legend,
+        loc="lower center",
+        ncol=4,
+        fontsize=7.5,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.05 / height),
+    )
     return fig
 
 
-def write_sequence_diagram(events, path, window: tuple[int, int] | None = None,
-                           last: int = 8, fmt: str | None = None) -> None:  # fmt: skip
+def write_sequence_diagram(
+    events, path, window: tuple[int, int] | None = None, last: int = 8, fmt: str | None = None
+) -> None:
     """Draw and save as ``fmt`` (png, svg, pdf), by default as the file name's extension."""
     fig = draw_sequence(events, window, last)
     save_figure(fig, path, fmt, dpi=130)

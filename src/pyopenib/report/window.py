@@ -8,8 +8,16 @@ from ..errors import PyopenibError, register_topics
 
 __all__ = ["INTERESTING_KINDS", "FAILURE_KINDS", "first_failure", "default_window", "in_window"]
 
-INTERESTING_KINDS = ("credit_msg", "post_rr", "recv_usable", "terminate_sent", "rnr_nak_sent",
-                     "credits_in", "terminate_received", "qp_error")  # fmt: skip
+INTERESTING_KINDS = (
+    "credit_msg",
+    "post_rr",
+    "recv_usable",
+    "terminate_sent",
+    "rnr_nak_sent",
+    "credits_in",
+    "terminate_received",
+    "qp_error",
+)
 """The events that tell the credit-race story (the same set ``race_excerpt`` prints)."""
 
 FAILURE_KINDS = ("terminate_sent", "rnr_nak_sent", "fatal")
@@ -33,8 +41,9 @@ def first_failure(events) -> int | None:
     return next((i for i, e in enumerate(events) if e[2] in FAILURE_KINDS), None)
 
 
-def default_window(events, last: int = 8, budget: int | None = None,
-                   skip: tuple[str, ...] = ()) -> tuple[int, int]:  # fmt: skip
+def default_window(
+    events, last: int = 8, budget: int | None = None, skip: tuple[str, ...] = ()
+) -> tuple[int, int]:
     """(start, end) in ps: from the ``last``-th interesting event (receive readiness aside)
     before the first failure to the failure; with no failure, the same at the trace's end.
 
@@ -58,8 +67,13 @@ def in_window(events, window: tuple[int, int]) -> list[int]:
         raise PyopenibError("report-window-order", t0=_us(t0), t1=_us(t1))
     idxs = [i for i, e in enumerate(events) if t0 <= e[0] <= t1]
     if not idxs:
-        raise PyopenibError("report-window-empty", t0=_us(t0), t1=_us(t1),
-                            first=_us(events[0][0]), last=_us(events[-1][0]))  # fmt: skip
+        raise PyopenibError(
+            "report-window-empty",
+            t0=_us(t0),
+            t1=_us(t1),
+            first=_us(events[0][0]),
+            last=_us(events[-1][0]),
+        )
     return idxs
 
 
