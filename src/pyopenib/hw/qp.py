@@ -275,9 +275,12 @@ class RequesterState:
         "resp_next",
         "rnr_naks_received",
         "retransmissions",
+        "dma_end",
     )
 
     def __init__(self):
+        self.dma_end = 0
+        """When the last READ response write to host memory lands (absolute ps)."""
         self.next_msn = 0
         self.next_psn = 0
         self.inflight: deque[_Msg] = deque()
@@ -303,9 +306,13 @@ class ResponderState:
         "cur_recv",
         "cur_write",
         "rnr_waiting",
+        "dma_end",
     )
 
     def __init__(self):
+        self.dma_end = 0
+        """When the QP's last receive DMA write lands (absolute ps): posted writes are
+        ordered, so no later packet's bytes, and no completion, land before it."""
         self.expected_msn = 0
         self.expected_psn = 0
         self.seq_nak_sent = False

@@ -149,9 +149,16 @@ class WorkQueueEngine:
         sw = m.send_wqe
         delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
         sg_list = wr.sg_list
+        base = 0  # inline data and READ requests need no payload read
         if wr.opcode != _READ and wr.inline_data is None and sg_list:
-            delay += self.pcie.dma(sg_list[0].length if len(sg_list) == 1 else wr.length, True)
-        sim.schedule(delay, self._emit, qp, wr)
+            # cut-through: the payload is read after the WQE, and the message is cut into
+            # packets once its first packet's bytes are in; the others follow at bus rate
+            length = sg_list[0].length if len(sg_list) == 1 else wr.length
+            now = sim.now
+            base = self.pcie.stream(length, True, now + delay)
+            first = length if length < qp.path_mtu else qp.path_mtu
+            delay = base + int(first * self.pcie.ps_per_byte) - now
+        sim.schedule(delay, self._emit, qp, wr, base)
 
     def _recv_processed(self, qp: HwQp, entry) -> None:
         entry[1] = True
@@ -160,8 +167,10 @@ class WorkQueueEngine:
             tr.emit("hw", "recv_usable", qp.actor, wr_id=trace_id(entry[0].wr_id))
         self.next(qp)
 
-    def _emit(self, qp: HwQp, wr: SendWR) -> None:
-        """The engine has the WR's data: cut it into packets and queue them for transmit."""
+    def _emit(self, qp: HwQp, wr: SendWR, base: int) -> None:
+        """The engine has the first packet's data: cut the WR into packets and queue them
+        for transmit, each ``ready`` when its payload has crossed PCIe (``base``: the
+        payload stream's start, see ``PcieBus.stream``; 0 when nothing was read)."""
         if qp.state == _ERROR:
             return
         opcode = wr.opcode
@@ -198,10 +207,12 @@ class WorkQueueEngine:
             pkt.rkey = wr.rkey
             pkt.imm_data = wr.imm_data
             pkt.payload = payload
+            pkt.nbytes = length
             msg.packets.append(pkt)
         else:
             length = len(payload)
             mtu = qp.path_mtu
+            ps_per_byte = self.pcie.ps_per_byte
             npkts = max(1, (length + mtu - 1) // mtu)
             psn = req.next_psn
             req.next_psn = psn + npkts
@@ -217,6 +228,9 @@ class WorkQueueEngine:
                 pkt.remote_addr = wr.remote_addr
                 pkt.rkey = wr.rkey
                 pkt.imm_data = wr.imm_data
+                pkt.nbytes = chunk
+                if base:
+                    pkt.ready = base + int((i * mtu + chunk) * ps_per_byte)
                 msg.packets.append(pkt)
             msg.packets[-1].payload = payload
         tr = self.sim.tracer
