@@ -45,7 +45,7 @@ from .memory import HwMr, MemoryTable
 from .packet import ACK, DATA, NAK_RNR, NAK_SEQ, READ_REQ, READ_RESP, TERMINATE, Packet
 from .pcie import PcieBus
 from .port import TransmitPort
-from .qp import HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, trace_id
+from .qp import HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, header_kind, trace_id
 from .requester import Requester
 from .responder import Responder
 from .work import (
@@ -104,7 +104,7 @@ class Nic:
         self._next_qpn = 0x40
         self._next_srq = 1
         iwarp = model.transport == "iwarp"
-        header_bytes = HEADER_BYTES["iwarp" if iwarp else "ib"]
+        header_bytes = HEADER_BYTES[header_kind(model.transport, model.link_layer)]
         self.memory = MemoryTable()
         self.pcie = PcieBus(sim, model)
         self.port = TransmitPort(self)
