@@ -98,7 +98,7 @@ def test_packaged_models_satisfy_the_schema(models):
     for m in models.values():
         assert m.transport in ("ib", "iwarp")
         assert m.link_layer in ("ib", "ethernet")
-        assert m.work_queue in ("shared", "split")
+        assert m.work_queue in ("shared", "firmware", "split")
         assert m.link_gbps > 0 and m.pcie_gbps > 0
         assert m.mtu_max in (256, 512, 1024, 2048, 4096)
         for field in INTERVALS:
@@ -368,7 +368,7 @@ def test_wrong_type_is_refused_with_field_and_value(tmp_path, field, value):
         ("link_gbps", 0, "positive"),
         ("transport", "myrinet", "ib, iwarp"),
         ("link_layer", "fddi", "ib, ethernet"),
-        ("work_queue", "merged", "shared, split"),
+        ("work_queue", "merged", "shared, firmware, split"),
         ("mtu_max", 1500, "verbs MTU"),
         ("max_srq_wr", 16, "srq = false"),
         ("vendor_id", [-1], "between"),

@@ -38,9 +38,11 @@ __all__ = [
 
 TRANSPORTS = ("ib", "iwarp")
 LINK_LAYERS = ("ib", "ethernet")
-# "shared": SQ and RQ work requests of a QP sit in ONE FIFO the NIC processes in order
-# (Chelsio T3); "split": independent send and receive engines.
-WORK_QUEUES = ("shared", "split")
+# "shared": SQ and RQ work requests of a QP sit in ONE FIFO the NIC processes in order,
+# a receive after the sends ahead have left the wire (Chelsio T3); "firmware": the HCA's
+# firmware processes a QP's doorbells in order, a receive after the sends ahead have been
+# processed (IBM eHCA); "split": independent send and receive engines.
+WORK_QUEUES = ("shared", "firmware", "split")
 # The values of enum ibv_mtu; iWARP devices report one too (Open MPI's INI sets it).
 VERBS_MTUS = (256, 512, 1024, 2048, 4096)
 PCIE_LANE_GBPS = {1: 2.0, 2: 4.0, 3: 8.0 * 128 / 130, 4: 16.0 * 128 / 130, 5: 32.0 * 128 / 130}

@@ -17,7 +17,11 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
   wire, so a receive posted behind queued sends becomes usable only after those sends
   have left. This is the property that makes the credit race fatal on T3. The engine may
   fetch the next send's payload while the previous send transmits (``SEND_PREFETCH``),
-  which is how the T3 streams near link rate.
+  which is how the T3 streams near link rate. ``firmware`` (IBM eHCA): the HCA's
+  firmware works through each QP's doorbells in order, sends and receive posts alike,
+  so a receive posted behind queued sends becomes usable once those sends have been
+  processed (fetched and cut into packets), not once they have left: the same race,
+  with a smaller hole.
 * **Transport.** RC: reliable, in order per QP; a SEND consumes the oldest posted
   receive, which must be *usable*. When it is not: InfiniBand answers RNR NAK and the
   requester retries after ``min_rnr_timer`` up to ``rnr_retry`` times (7 = forever), then
@@ -108,7 +112,7 @@ class Nic:
         self.memory = MemoryTable()
         self.pcie = PcieBus(sim, model)
         self.port = TransmitPort(self)
-        self.engine = WorkQueueEngine(self, header_bytes, model.work_queue == "shared")
+        self.engine = WorkQueueEngine(self, header_bytes, model.work_queue)
         self.requester = Requester(self)
         self.responder = Responder(self, header_bytes, iwarp)
         self.port.engine = self.engine

@@ -1,6 +1,7 @@
 """Work-queue engines of the NIC: posting (doorbells in order), the send engine of a
 ``split`` device, the single FIFO of a ``shared`` device (Chelsio T3: a receive entry is
-processed only after every send ahead of it has left), payload fetch and packetisation.
+processed only after every send ahead of it has left) or of a ``firmware`` device (IBM
+eHCA: after every send ahead of it has been processed), payload fetch and packetisation.
 
 Works on each QP's ``sq``, ``rq`` and ``wq`` state and hands packets to the transmit port
 (``TransmitPort.activate``); the requester's MSN/PSN counters advance as messages are cut."""
@@ -38,9 +39,19 @@ _ERROR = QpState.ERROR
 class WorkQueueEngine:
     """The NIC's work-queue engines (one per QP, sharing the NIC's PCIe and port)."""
 
-    __slots__ = ("nic", "sim", "model", "memory", "pcie", "port", "header_bytes", "shared")
+    __slots__ = (
+        "nic",
+        "sim",
+        "model",
+        "memory",
+        "pcie",
+        "port",
+        "header_bytes",
+        "shared",
+        "in_order_recv",
+    )
 
-    def __init__(self, nic, header_bytes: int, shared: bool):
+    def __init__(self, nic, header_bytes: int, work_queue: str):
         self.nic = nic
         self.sim = nic.sim
         self.model = nic.model
@@ -48,8 +59,14 @@ class WorkQueueEngine:
         self.pcie = nic.pcie
         self.port = nic.port
         self.header_bytes = header_bytes
-        self.shared = shared
-        """``shared`` work queue (Chelsio T3): sends and receive entries in one FIFO."""
+        self.shared = work_queue == "shared"
+        """``shared`` work queue (Chelsio T3): sends and receive entries in one FIFO, a
+        receive entry processed once every send ahead of it has left the wire."""
+        self.in_order_recv = work_queue != "split"
+        """Receive posts go through the QP's FIFO behind its sends: ``shared``, and
+        ``firmware`` (IBM eHCA: the HCA's firmware works through a QP's doorbells in
+        order, so a receive post is processed once the sends rung before it have been
+        processed, i.e. fetched and cut into packets, not once they have left)."""
 
     def _dur(self, label: str, interval) -> int:
         return self.sim.duration(label, interval[0], interval[1], interval[2])
@@ -81,7 +98,7 @@ class WorkQueueEngine:
         rq = qp.rq
         rq.entries.append(entry)
         m = self.model
-        if self.shared:
+        if self.in_order_recv:
             delay = self._dur("nic.doorbell", m.host_post) + self._dur("nic.pcie", m.pcie_latency)
             self.sim.schedule(self._in_order(qp, delay), self._doorbell_recv, qp, entry)
         else:
