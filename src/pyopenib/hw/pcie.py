@@ -3,7 +3,7 @@ and READ responses, NIC->host for received data), each shared by every transfer.
 
 A transfer is a stream, not a block: the NIC issues read requests of at most
 ``PCIE_REQUEST_BYTES`` back to back, and their completions arrive at the bus's rate one
-bus latency after the first request, so the first bytes of a long transfer are in the
+round trip (twice the bus latency) after the first request, so the first bytes of a long transfer are in the
 NIC long before the last ones (``stream``). That is what lets a pipelined (cut-through)
 NIC put a message's first packet on the wire while its later packets are still being
 read, and write a received packet to host memory while the next one is still on the
@@ -34,7 +34,7 @@ class PcieBus:
         """Reserve the bus for ``nbytes`` issued at absolute time ``at`` (>= now); return
         the absolute time ``base`` such that the first ``k`` bytes have crossed at
         ``base + k * ps_per_byte``. Each direction is one shared bus, so concurrent
-        transfers queue for it; then the bus latency. A transfer no larger than one PCIe
+        transfers queue for it; then the bus latency, twice for a read (its round trip). A transfer no larger than one PCIe
         request (``PCIE_REQUEST_BYTES``) slips between the requests of larger ones
         instead of waiting for them to finish, as interleaved DMA requests do; it still
         uses its share of the bandwidth."""
@@ -49,7 +49,10 @@ class PcieBus:
             start = at
         sim = self.sim
         pl = self.latency
-        return start + (pl[1] if sim.nominal else sim.duration("nic.pcie", *pl))
+        latency = pl[1] if sim.nominal else sim.duration("nic.pcie", *pl)
+        # a read (host -> NIC) is a round trip: the request crosses the bus, then the
+        # completion with the data comes back; a write (NIC -> host) is posted, one way
+        return start + (2 * latency if to_nic else latency)
 
     def dma(self, nbytes: int, to_nic: bool) -> int:
         """Delay from now until all ``nbytes`` of a transfer issued now have crossed."""
