@@ -100,7 +100,7 @@ class TransmitPort:
                 self.busy = False
                 if wake and (self.wake_at == 0 or wake < self.wake_at):
                     self.wake_at = wake
-                    self.sim.schedule(wake - now, self._wake, wake)
+                    self.sim.schedule(wake - now, self._wake)
                 return
             packets = tx.packets
             pkt = packets.popleft()
@@ -111,10 +111,10 @@ class TransmitPort:
         self.busy = True
         self.sim.schedule(int(pkt.wire_bytes * self.ps_per_byte), self._done, pkt, qp)
 
-    def _wake(self, when: int) -> None:
+    def _wake(self) -> None:
         """A packet passed over for not being ready is ready now (unless an earlier
         wake-up replaced this one, or the port is already serializing)."""
-        if when == self.wake_at:
+        if self.wake_at == self.sim.now:
             self.wake_at = 0
             if not self.busy:
                 self._next()

@@ -43,13 +43,6 @@ _RECV = WcOpcode.RECV
 _ERROR = QpState.ERROR
 
 
-def _land_write(mr, off: int, payload: bytes) -> None:
-    """An RDMA WRITE's bytes reach host memory (a CPU polling it sees them now)."""
-    mr.buffer[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
-    if mr.on_remote_write is not None:
-        mr.on_remote_write()
-
-
 class Responder:
     """The responder half of the NIC's RC transport (every QP's)."""
 
@@ -113,7 +106,7 @@ class Responder:
             mr = resp.cur_write
             off = pkt.remote_addr - mr.addr
             # the host sees the bytes once the DMA write has landed, not on arrival
-            self.sim.schedule(dma, _land_write, mr, off, payload)
+            self.sim.schedule(dma, self._land_write, mr, off, payload)
         wr = resp.cur_recv
         if opcode in _CONSUMES_RECV:
             resp.cur_recv = None
@@ -183,6 +176,12 @@ class Responder:
     def _responder_error(self, qp: HwQp, kind: int, msn: int, reason: str) -> None:
         self.port.send_ctrl(self._ctrl_packet(qp, kind, msn, reason))
         self.nic.to_error(qp, reason)
+
+    def _land_write(self, mr, off: int, payload: bytes) -> None:
+        """An RDMA WRITE's bytes reach host memory (a CPU polling it sees them now)."""
+        mr.buffer[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        if mr.on_remote_write is not None:
+            mr.on_remote_write()
 
     def rx_read_req(self, qp: HwQp, pkt: Packet) -> None:
         if qp.state == _ERROR:
