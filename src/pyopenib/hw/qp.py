@@ -242,15 +242,17 @@ class WorkQueue:
     """What the work-queue engine processes: ``fifo`` is the send engine's queue on a
     ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one;
     ``leaving`` the MSNs of sends fetched but not yet fully on the wire (shared: a receive
-    entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order."""
+    entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order,
+    ``last_emit`` its sends' cutting into packets in posting order."""
 
-    __slots__ = ("fifo", "busy", "leaving", "last_doorbell")
+    __slots__ = ("fifo", "busy", "leaving", "last_doorbell", "last_emit")
 
     def __init__(self):
         self.fifo: deque = deque()
         self.busy = False
         self.leaving: deque[int] = deque()
         self.last_doorbell = 0
+        self.last_emit = 0  # split: when the last send is cut (sends are cut in order)
 
     def queued_sends(self) -> int:
         """Sends the engine has not started yet (receive entries are lists)."""

@@ -164,18 +164,31 @@ class WorkQueueEngine:
             return
         wr: SendWR = item
         sw = m.send_wqe
-        delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
+        wqe = delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
         sg_list = wr.sg_list
         base = 0  # inline data and READ requests need no payload read
+        now = sim.now
         if wr.opcode != _READ and wr.inline_data is None and sg_list:
             # cut-through: the payload is read after the WQE, and the message is cut into
             # packets once its first packet's bytes are in; the others follow at bus rate
             length = sg_list[0].length if len(sg_list) == 1 else wr.length
-            now = sim.now
-            base = self.pcie.stream(length, True, now + delay)
+            base = self.pcie.stream(length, True, now + wqe)
             first = length if length < qp.path_mtu else qp.path_mtu
             delay = base + int(first * self.pcie.ps_per_byte) - now
-        sim.schedule(delay, self._emit, qp, wr, base)
+        if self.in_order_recv:
+            # shared / firmware: the engine works through the FIFO one WR at a time, so a
+            # receive entry behind this send waits for it (``_emit`` starts the next)
+            sim.schedule(delay, self._emit, qp, wr, base)
+            return
+        # split: the send engine takes the next WR once this WQE is processed, while this
+        # one's payload read is in flight (DMA reads overlap); messages are still cut in
+        # posting order
+        when = now + delay
+        if when < wq.last_emit:
+            when = wq.last_emit
+        wq.last_emit = when
+        sim.schedule(when - now, self._emit, qp, wr, base)
+        sim.schedule(wqe, self.next, qp)
 
     def _recv_processed(self, qp: HwQp, entry) -> None:
         entry[1] = True
@@ -268,4 +281,5 @@ class WorkQueueEngine:
             self.port.activate(qp)
         if self.shared and opcode != _READ:
             qp.wq.leaving.append(msn)
-        self.next(qp)
+        if self.in_order_recv:
+            self.next(qp)
