@@ -36,9 +36,12 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
   retry too) and drops what follows until the missing packet comes; duplicates are
   re-ACKed (a duplicate READ request is executed again). iWARP rides on TCP, which
   retransmits the same way; the model uses the same two knobs for it.
-* **Timing.** Doorbell (host_post + PCIe), per-WQE processing, DMA at PCIe rate,
-  serialization at link rate with per-packet round-robin arbitration between QPs,
-  completion write. Every duration goes through ``sim.duration`` (a choice point).
+* **Timing.** Doorbell (host_post + PCIe), per-WQE processing, DMA at PCIe rate (a read
+  is a round trip, a write is posted), serialization at link rate with per-packet
+  round-robin arbitration between QPs, completion write. Cut-through, not
+  store-and-forward: a message's first packet leaves once its bytes are read, later
+  packets as theirs are (``Packet.ready``), and the receiver writes each packet to host
+  memory as it arrives. Every duration goes through ``sim.duration`` (a choice point).
 """
 
 from __future__ import annotations
