@@ -21,7 +21,7 @@ import numpy as np
 
 from . import pack as _pack
 from .attributes import DatatypeAttributes, copy_attributes, delete_attributes
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 from .typemap import KINDS, Typemap, concat, copies_at
 

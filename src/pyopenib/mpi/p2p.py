@@ -28,7 +28,7 @@ from . import bsend as buffered
 from . import comm_locks
 from .buffers import message
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message, matched, no_proc
 from .partitioned import partitioned_recv, partitioned_send
 from .pickling import PICKLE, Pickle
