@@ -104,7 +104,9 @@ def _index(value, what: str = "integer") -> int:
 
 
 def _ints(seq) -> list[int]:
-    return [_index(v) for v in seq]
+    """``seq`` as a list of ints (plain ints pass as they are: the common case, checked
+    without a call)."""
+    return [v if type(v) is int else _index(v) for v in seq]
 
 
 def _check_len(seq, n: int) -> list[int]:
@@ -378,11 +380,17 @@ def _block_shifts(displs: np.ndarray, lengths: np.ndarray, extent: int) -> np.nd
     return np.repeat(displs, lengths) + within * extent
 
 
-def _derived(cls, combiner: str, parts, ints=(), addrs=(), counts=(), types=()):
+def _derived(cls, combiner: str, parts, ints=None, addrs=None, types=None):
+    """A new derived datatype of class ``cls`` made of ``parts``; ``ints``, ``addrs`` and
+    ``types`` are its decoding, lists the new handle keeps (callers pass fresh ones)."""
     h = _Handle("")
     h.combiner = COMBINERS[combiner]
-    h.ints, h.addrs, h.counts = list(ints), list(addrs), list(counts)
-    h.types = list(types)
+    if ints is not None:
+        h.ints = ints
+    if addrs is not None:
+        h.addrs = addrs
+    if types is not None:
+        h.types = types
     _compose(h, parts)
     # a reduction applies to a derived type whose data are all one basic type: its packed
     # stream is then an array of that type
@@ -585,7 +593,9 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     # -- constructors -----------------------------------------------------------------------
     def Dup(self) -> Datatype:
         """Duplicate the datatype (attributes copied by their copy functions)."""
-        old = self._valid()
+        old = self._h
+        if not old.valid:
+            raise _err(_ERR_TYPE)
         h = old.copy(f"Dup {old.name}")
         h.combiner = _DUP
         h.ints, h.addrs, h.counts = [], [], []
@@ -710,7 +720,10 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         for t in types:
             if not isinstance(t, Datatype):
                 raise TypeError(f"Cannot convert {type(t).__name__} to mpi4py.MPI.Datatype")
-            handles.append(t._valid())
+            h = t._h
+            if not h.valid:
+                raise _err(_ERR_TYPE)
+            handles.append(h)
         if any(b < 0 for b in lengths):
             raise _err(_ERR_COUNT)
         parts = [_block(h, d, b) for b, d, h in zip(lengths, displs, handles, strict=True)]

@@ -114,9 +114,10 @@ def _shifted(h, displacement: int) -> set[tuple[int, int]]:
 
 
 def _walk(h) -> set[tuple[int, int]]:
-    """mpi4py's ``_is_aligned`` recursion through a derived handle: a struct's members at their displacements, a
-    resized type's base at its extent, an hvector's base at its stride (when it has more
-    than one block), an hindexed type's at each displacement, the base of any other."""
+    """mpi4py's ``_is_aligned`` recursion through a derived handle: a struct's members
+    at their displacements, a resized type's base at its extent, an hvector's base at its
+    stride (when it has more than one block), an hindexed type's at its first
+    displacement, the base of any other where it is."""
     base, name, params = decoding(h)
     if name == "RESIZED":
         return _shifted(base, params["extent"])
@@ -128,11 +129,10 @@ def _walk(h) -> set[tuple[int, int]]:
     if name == "HVECTOR":
         return _shifted(base, params["stride"] if params["count"] > 1 else 0)
     if name in ("HINDEXED", "HINDEXED_BLOCK"):
-        found = set()
-        for d in params["displacements"]:
-            found |= _shifted(base, d)
-        return found
-    return set(_residues(base))  # a vector, an indexed type... : its base where it is
+        # mpi4py pairs its one base type with the displacements (``zip``): only the
+        # first block is looked at
+        return _shifted(base, params["displacements"][0]) if params["displacements"] else set()
+    return set(_residues(base))
 
 
 def _dtype(spec, **options):
@@ -146,9 +146,20 @@ def _field(h, count: int):
     return dtype if count == 1 else (dtype, count)
 
 
+_NAMES: list[str] = []
+
+
+def _names(n: int) -> list[str]:
+    """numpy's default field names ``f0``... ``f{n-1}`` (a new list each time: the spec
+    is the caller's when numpy is absent)."""
+    while len(_NAMES) < n:
+        _NAMES.append(f"f{len(_NAMES)}")
+    return _NAMES[:n]
+
+
 def _record(formats, offsets, itemsize, aligned: bool):
     spec = {
-        "names": [f"f{i}" for i in range(len(formats))],
+        "names": _names(len(formats)),
         "formats": formats,
         "offsets": offsets,
         "aligned": aligned,
@@ -167,9 +178,11 @@ def to_numpy_dtype(datatype: Datatype):
 
 def _to_numpy(h):
     """``to_numpy_dtype`` of a valid handle."""
+    while h.combiner == _DUP:  # a Dup converts as its base type
+        h = h.types[0]
     combiner = h.combiner
     if combiner == _NAMED:
-        code = code_of(h)
+        code = h.code
         if code is not None:
             return _dtype(code)
         value = _PAIR_VALUES.get(h)
@@ -178,8 +191,6 @@ def _to_numpy(h):
     if combiner in _F90:
         return _dtype(code_of(h))
     base, name, params = decoding(h)
-    if name == "DUP":
-        return _to_numpy(base)
     if name == "CONTIGUOUS":
         return _dtype((_to_numpy(base), (params["count"],)))
     if name == "SUBARRAY":
