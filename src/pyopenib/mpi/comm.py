@@ -238,8 +238,6 @@ class Comm(metaclass=MpiClass):
     Free = coll_comms.Free
     free = coll_comms.free
     Disconnect = coll_comms.Disconnect
-    _create_inter = coll_comms._create_inter
-    _split_inter = coll_comms._split_inter
 
     # -- collectives (coll_methods): blocking, nonblocking and persistent forms --------------
     _blocking = coll_methods._blocking
