@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..sim import Oracle, Tracer
 from ..sim.ties import TIE_LABEL, TieControl
-from .footprint import ANY, Footprints, event_object
+from .footprint import ANY, Footprints, event_object, host_projection
 from .timing import Timing, duration_choices
 
 __all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
@@ -138,7 +138,7 @@ class SearchOracle(Oracle):
         other (a wire latency times the far end) is cut by every pending event."""
         if not self._steps or not label.startswith(LOCAL_PREFIXES):
             return None
-        here = self._steps[-1].fp
+        here = host_projection(self._steps[-1].fp)
         if ANY in here:
             return None
         static = self._footprints.static
@@ -146,7 +146,7 @@ class SearchOracle(Oracle):
 
         def relevant(entry) -> bool:
             fn, args = entry[2], entry[3]
-            return _conflict(static(sim, event_object(fn, args), fn, args), here)
+            return _conflict(host_projection(static(sim, event_object(fn, args), fn, args)), here)
 
         return relevant
 
