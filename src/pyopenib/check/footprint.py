@@ -22,8 +22,9 @@ state the NIC model keeps and which callbacks reach them (``hw/``):
 * ``("switch", LID)`` — the switch output port towards LID: a packet handed to the fabric.
 * ``("host", H)`` — the host's software side: the rank's process and BTL module, its
   memory, its completion queues and the receive queues it posts to. A rank's step, an
-  out-of-band connection message, a CQE write (it may wake the rank) and an arriving
-  packet (it consumes a receive, writes memory and completions) touch it. A rank whose
+  out-of-band connection message, a CQE write (it may wake the rank), an arriving
+  packet (it consumes a receive, writes memory and completions) and an RDMA WRITE's
+  bytes landing in memory (a rank may be polling them) touch it. A rank whose
   host is not yet known (before its ``placement`` trace event) touches everything.
 * ``ANY`` — anything not recognised (a timeout event, a bare function): conflicts with all.
 
@@ -166,6 +167,8 @@ class Footprints:
             return {ANY}
         if cls is TransmitPort:
             return self._port_step(obj.nic, args)
+        if cls is Responder and fn.__name__ == "_land_write":
+            return {_host(obj.nic)}  # an RDMA WRITE's bytes reach host memory
         if cls is CompletionQueue:
             return {_host(obj.context.nic)}
         if cls is OpenibModule:  # an out-of-band connection message
