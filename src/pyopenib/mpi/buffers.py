@@ -26,7 +26,7 @@ import numpy as np
 
 from . import pack
 from .datatypes import DATATYPES, Datatype, from_format, lookup_code
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
 __all__ = [
