@@ -84,6 +84,7 @@ class Pml:
         self._btl_send = btl.send
         self._btl_sendi = btl.sendi
         self._btl_progress = btl.progress
+        self._host = btl.host  # the process's CPU: calls, matching and copies cost time
         self._progress_hooks: list = []
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
@@ -134,7 +135,11 @@ class Pml:
             eager_payload = self._eager_payload
         else:
             eager_payload = self._limits(peer)[0]
+        host = self._host
         if not sync and (n <= eager_payload or to_self):
+            # the call, the BTL's descriptor and the copy of the payload into it, before
+            # the doorbell
+            host.spend(host.mpi_call + host.btl_send + host.copy(n))
             msg = b"".join((_pack_match(MATCH, ctx, source, tag, seq), data))
             if to_self:
                 self._self_queue.append(msg)
@@ -148,6 +153,7 @@ class Pml:
         # Open MPI's btl/self moves any size in one step; the openib path sends an RTS.
         rts_payload = self._rts_payload if self._btl_limits is None else self._limits(peer)[1]
         first = n if to_self else min(n, rts_payload)
+        host.spend(host.mpi_call + host.btl_send + host.copy(first))
         hdr = RNDV_HDR.pack(RNDV, ctx, source, tag, seq, n, req.id)
         self._send_control(peer, b"".join((hdr, data[:first])))
         return req
@@ -159,6 +165,8 @@ class Pml:
         """Post a receive into ``buffer`` (writable contiguous uint8, or None to allocate
         on match). Complete on return when a matching eager fragment was waiting."""
         req = RecvRequest(self._new_id(), label, ctx, source, tag, buffer)
+        host = self._host
+        host.spend(host.mpi_call + host.match)  # the request and the unexpected-queue search
         queue = self._unexpected.get(ctx)
         if queue:
             for i, frag in enumerate(queue):
@@ -168,6 +176,7 @@ class Pml:
                 ):
                     del queue[i]
                     if frag.kind == MATCH:
+                        host.spend(host.copy(len(frag.payload)))  # out of the unexpected buffer
                         _fill_eager(req, frag.source, ftag, frag.payload)
                     else:
                         self._live[req.id] = req
@@ -236,7 +245,11 @@ class Pml:
         hooks; returns how many things advanced."""
         q = self._self_queue
         if not q and not self._progress_hooks:
-            return self._btl_progress()
+            n = self._btl_progress()
+            host = self._host
+            if host.owed:  # the matching and copies of what the pass handled
+                host.settle()
+            return n
         n = 0
         while q:
             self._on_message(self.rank, memoryview(q.popleft()))
@@ -244,6 +257,7 @@ class Pml:
         n += self._btl_progress()
         for hook in tuple(self._progress_hooks):
             n += hook()
+        self._host.settle()
         return n
 
     def register_progress(self, hook) -> None:
@@ -258,6 +272,10 @@ class Pml:
     def _on_message(self, peer: int, view: memoryview) -> None:
         kind = view[0]
         if kind == MATCH or kind == RNDV:
+            host = self._host
+            # matching, and the payload's copy out of the BTL's buffer (into the posted
+            # receive, or the unexpected queue's copy); paid when the pass settles
+            host.owed += host.match + host.copy(len(view) - _MATCH_LEN)
             _, ctx, source, tag, seq = _unpack_match(view)
             key = (ctx, peer)
             expected_seq = self._expected_seq
@@ -326,6 +344,8 @@ class Pml:
         RDMA writes and the FIN, unless the RTS carried everything)."""
         req.source = frag.source
         req.tag = frag.tag
+        host = self._host
+        host.owed += host.btl_send  # the ACK's descriptor
         total = req.sent = frag.total
         buf = req.buffer
         if buf is None:
@@ -369,6 +389,8 @@ class Pml:
         req._handle = handle = self.btl.register_memory(req.data)
         step = self._frag if self._btl_limits is None else self._limits(req.peer)[2]
         req.puts_left = (total - offset + step - 1) // step
+        host = self._host
+        host.owed += host.btl_send * req.puts_left  # one descriptor per RDMA write
         for off in range(offset, total, step):
             n = min(step, total - off)
             self.btl.put(req.peer, handle, off, key, off, n, lambda r=req: self._on_put(r))
@@ -381,6 +403,8 @@ class Pml:
     def _finish_rndv(self, req: SendRequest) -> None:
         self.btl.deregister_memory(req._handle)  # every RDMA write of it has completed
         req._handle = None
+        host = self._host
+        host.owed += host.btl_send  # the FIN's descriptor
         self._send_control(req.peer, ID_HDR.pack(FIN, req.recv_id))
         self._done(req)
 
