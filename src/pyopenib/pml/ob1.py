@@ -164,7 +164,9 @@ class Pml:
     ) -> RecvRequest:
         """Post a receive into ``buffer`` (writable contiguous uint8, or None to allocate
         on match). Complete on return when a matching eager fragment was waiting."""
-        req = RecvRequest(self._new_id(), label, ctx, source, tag, buffer)
+        rid = self._next_id  # _new_id, inlined: every receive takes one
+        self._next_id = rid + 1
+        req = RecvRequest(rid, label, ctx, source, tag, buffer)
         host = self._host
         host.spend(host.mpi_call + host.match)  # the request and the unexpected-queue search
         queue = self._unexpected.get(ctx)
