@@ -16,7 +16,8 @@ Two ways to charge, so a layer never sleeps with its state half changed:
   at the next point where the rank does something the rest of the job can see (a
   receive re-post, going idle, returning from a progress pass).
 
-``FREE_HOST`` costs nothing (``--cpu-scale 0``, and BTLs that model no host).
+``FREE_HOST`` costs nothing: the default of a BTL that models no host (a rank's own
+model at ``--cpu-scale 0`` costs nothing the same way).
 """
 
 from __future__ import annotations
@@ -62,20 +63,6 @@ class HostModel:
         self.post_recv = _scaled(host, "post_recv", scale)
         self.copy_setup = _scaled(host, "copy_setup", scale)
         self._ps_per_byte = 1e12 / host.copy_bytes_per_s * scale if scale else 0.0
-
-    @property
-    def free(self) -> bool:
-        """Whether this host costs nothing at all (nothing is ever charged)."""
-        return not (
-            self.mpi_call
-            or self.match
-            or self.btl_send
-            or self.completion
-            or self.poll_empty
-            or self.post_recv
-            or self.copy_setup
-            or self._ps_per_byte
-        )
 
     def copy(self, nbytes: int) -> int:
         """Picoseconds of one memcpy of ``nbytes`` (0 bytes: no copy, no cost)."""
