@@ -41,7 +41,7 @@ from .constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from .errors import ERROR_CLASSES, Exception, codes_of
+from .error_classes import ERROR_CLASSES, Exception, codes_of
 
 __all__ = [
     "AttributeMethods",

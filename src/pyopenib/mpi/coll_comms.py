@@ -28,7 +28,7 @@ from .coll_engine import Channel, run
 from .coll_inter import local_channel
 from .context import current as current_context
 from .errhandler import inherit
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .group import CONGRUENT, IDENT, UNEQUAL, Group, GroupHandle, compare_members
 from .request import DoneOperation
 from .request import wrap as request_of

@@ -20,7 +20,7 @@ from .attributes import CommAttributes
 from .coll_comms import CommState
 from .context import JobAborted, current
 from .errhandler import CommErrhandlers
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
 __all__ = ["Comm", "CommState", "Intracomm"]

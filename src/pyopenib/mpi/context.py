@@ -52,7 +52,6 @@ class RankContext:
         self._pml = pml
         self.thread_support = thread_support
         self._main_ident = thread_support.main_ident
-        self.btl = pml.btl
         self.hostname = hostname
         self.next_cid = 2
         self.blocked_in = None  # what the rank is blocked in: a label (see pml.describe)
@@ -86,13 +85,12 @@ class RankContext:
         if _get_ident() != self._main_ident:  # ``pml``'s check, inlined on the hot path
             raise self.thread_support.forbidden()
         pml = self._pml
-        btl = self.btl
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call
         while not preq.complete:
             if pml.progress() == 0:
-                btl.wait_for_activity()
+                pml.wait_for_activity()
         self.blocked_in = outer
 
     def wait_for(self, done, call) -> None:
@@ -101,13 +99,12 @@ class RankContext:
         if done():
             return
         pml = self.pml
-        btl = self.btl
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call
         while not done():
             if pml.progress() == 0:
-                btl.wait_for_activity()
+                pml.wait_for_activity()
         self.blocked_in = outer
 
 

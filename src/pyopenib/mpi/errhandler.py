@@ -27,7 +27,7 @@ import weakref
 
 from ..errors import TOPICS, register_topics
 from . import context
-from .errors import ERROR_CLASSES, Exception, error_string
+from .error_classes import ERROR_CLASSES, Exception, error_string
 from .handles import HandleObject, MpiObject
 
 __all__ = [

@@ -42,7 +42,7 @@ from .comm import Comm
 from .constants import IO_MODES
 from .datatypes import DATATYPES
 from .errhandler import RoutedErrors
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .info import GivenHints
 from .request import completed_request

@@ -18,7 +18,7 @@ from .coll_engine import Channel, run
 from .coll_inter import local_channel
 from .coll_methods import dumps, loads
 from .comm import Comm, Intracomm
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .group import Group
 
 __all__ = ["NAMES", "Intercomm", "create_from_subgroups", "create_intercomm", "split_inter"]

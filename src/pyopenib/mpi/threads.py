@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 
 __all__ = [
     "SUPPORTED",

@@ -35,7 +35,7 @@ from .comm import Comm, Intracomm
 from .constants import RMA, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE
 from .context import current
 from .errhandler import WinErrhandlers
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .info import GivenHints
 from .memory import buffer
@@ -106,7 +106,7 @@ _RMA_OPS = (*_ACC_OPS, "REPLACE", "NO_OP")
 def _osc_of(rc) -> OscModule:
     osc = _OSC.get(rc)
     if osc is None:
-        osc = _OSC[rc] = OscModule(rc.btl, _ACC_OPS)
+        osc = _OSC[rc] = rc.pml.one_sided(_ACC_OPS)
     return osc
 
 
