@@ -131,6 +131,8 @@ def test_every_device_model_runs_on_a_host_of_the_file():
         host = catalogue.for_device(device)
         assert host.name in catalogue.hosts
         assert all(getattr(host, f.removesuffix("_ns")) > 0 for f in COST_FIELDS)
+        # listed by name: a new device model must say which host it runs on
+        assert device in catalogue.device_hosts, f"{device}: add it to [device_hosts]"
     # the T3 / InfiniHost era is not the ConnectX-5 era
     assert host_for_device("chelsio-t3").match > host_for_device("mellanox-connectx5").match
 

@@ -19,8 +19,9 @@ import weakref
 
 import numpy as np
 
+from . import attributes
 from . import pack as _pack
-from .attributes import DatatypeAttributes, copy_attributes, delete_attributes
+from .attributes import copy_attributes, delete_attributes
 from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 from .typemap import KINDS, Typemap, concat, copies_at
@@ -443,11 +444,20 @@ def _darray_indices(gsize, distrib, darg, psize, coord) -> np.ndarray:
     raise _err(_ERR_ARG)
 
 
-class Datatype(DatatypeAttributes, metaclass=MpiClass):
+class Datatype(metaclass=MpiClass):
     """Datatype object (mpi4py 4.1's ``MPI.Datatype``)."""
 
     __slots__ = ("_h", "__weakref__")
     __module__ = "mpi4py.MPI"  # pickles name ``mpi4py.MPI.INT``, found in a job's MPI module
+
+    # -- attributes (attributes) ------------------------------------------------------------
+    _attr_kind = "Datatype"
+    _attributes = attributes.datatype_object_attributes
+    Create_keyval = classmethod(attributes.Create_keyval)
+    Free_keyval = classmethod(attributes.Free_keyval)
+    Get_attr = attributes.Get_attr
+    Set_attr = attributes.Set_attr
+    Delete_attr = attributes.Delete_attr
 
     def __new__(cls, datatype: Datatype | None = None):
         obj = object.__new__(cls)

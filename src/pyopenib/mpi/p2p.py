@@ -59,7 +59,7 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _U8 = np.uint8
 
 
-def c_int(value, what: str = "argument") -> int:
+def c_int(value) -> int:
     """``value`` as a Cython ``int`` parameter takes it: an integer (or anything with
     ``__index__``, or a float, truncated) inside the C ``int`` range."""
     if type(value) is not int:
@@ -80,11 +80,11 @@ def c_int(value, what: str = "argument") -> int:
 def _dest(st, dest, tag) -> int:
     """Checked (dest, tag) of a send: Open MPI tests the tag, then the rank."""
     if type(tag) is not int or not 0 <= tag <= _INT_MAX:
-        tag = c_int(tag, "tag")
+        tag = c_int(tag)
         if tag < 0:
             raise Exception(ERR_TAG)
     if type(dest) is not int:
-        dest = c_int(dest, "dest")
+        dest = c_int(dest)
     if not 0 <= dest < st.size and dest != PROC_NULL:
         raise Exception(ERR_RANK)
     return dest, tag
@@ -93,11 +93,11 @@ def _dest(st, dest, tag) -> int:
 def _source(st, source, tag):
     """Checked (source, tag) of a receive or probe (wildcards allowed)."""
     if type(tag) is not int or not 0 <= tag <= _INT_MAX:
-        tag = c_int(tag, "tag")
+        tag = c_int(tag)
         if tag < 0 and tag != ANY_TAG:
             raise Exception(ERR_TAG)
     if type(source) is not int:
-        source = c_int(source, "source")
+        source = c_int(source)
     if not 0 <= source < st.size and source != PROC_NULL and source != ANY_SOURCE:
         raise Exception(ERR_RANK)
     return source, tag
