@@ -67,6 +67,7 @@ class RankContext:
         self.jobid = 1  # mpirun's job id: 1 for the launched job, 2... for spawned ones
         self.appnum = 0  # MPI_APPNUM: which command of its job's spawn the rank runs
         self.parent = None  # a spawned rank's intercommunicator to its parents (Get_parent)
+        self.at_exit: list = []  # run in the rank when its program ends (``atexit`` per rank)
         self.cpu_scale = 0.0
         self._cpu_mark = 0.0
 

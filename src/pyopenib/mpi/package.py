@@ -46,6 +46,12 @@ SUBMODULES: dict[str, str] = {
     "mpi4py.util.sync": "pyopenib.mpi.util_sync",
     "mpi4py.util.pool": "pyopenib.mpi.util_pool",
     "mpi4py.futures": "pyopenib.mpi.futures",
+    "mpi4py.futures._base": "pyopenib.mpi.futures._base",
+    "mpi4py.futures._core": "pyopenib.mpi.futures._core",
+    "mpi4py.futures.pool": "pyopenib.mpi.futures.pool",
+    "mpi4py.futures.util": "pyopenib.mpi.futures.util",
+    "mpi4py.futures.server": "pyopenib.mpi.mpi4py_package.futures_server",
+    "mpi4py.futures.__main__": "pyopenib.mpi.mpi4py_package.futures_main",
 }
 """mpi4py's module name -> the pyopenib module that implements it. An entry whose module
 does not exist (yet) makes the import fail as an absent module would."""
@@ -58,6 +64,8 @@ PROGRAM_MODULES = {
     "mpi4py": "__main__.py",
     "mpi4py.run": "run.py",
     "mpi4py.bench": "mpi4py_bench.py",
+    "mpi4py.futures": "futures_main.py",
+    "mpi4py.futures.server": "futures_server.py",
 }
 """The modules of the package that run as programs (``python -m NAME``), by the file a
 rank runs as its ``__main__``."""

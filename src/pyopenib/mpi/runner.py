@@ -231,6 +231,8 @@ class _Job:
                 self._end(
                     JobResult(exc.status, "failed", self.sim.now, rank), "mpi-rank-failed", ctx
                 )
+            while ctx.at_exit:  # last registered first, as ``atexit`` runs them
+                ctx.at_exit.pop()()
             ctx.charge_cpu()
             ctx.finalized = True
             self.finished[rank] = True
