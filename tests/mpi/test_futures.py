@@ -51,9 +51,17 @@ def _real(args: list[str], nprocs: int) -> dict[int, list[str]]:
         cmd.insert(1, "--allow-run-as-root")
     env = dict(os.environ)  # the machine's own BTLs: vader cannot reach spawned jobs
     env.pop("PYTHONUNBUFFERED", None)  # whole lines per write, so mpirun tags each once
-    proc = subprocess.run(
-        [*cmd, sys.executable, *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    # Real Open MPI 4.1's spawn now and then hangs under load (docs/compatibility.md,
+    # test_spawn): a run that does not finish in a minute is tried once more.
+    for attempt in (1, 2):
+        try:
+            proc = subprocess.run(
+                [*cmd, sys.executable, *args], env=env, capture_output=True, text=True, timeout=60
+            )
+            break
+        except subprocess.TimeoutExpired:
+            if attempt == 2:
+                raise
     assert proc.returncode == 0, proc.stderr
     return _split_tagged(_INNER_TAG.sub("", proc.stdout), nprocs)
 

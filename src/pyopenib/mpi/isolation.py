@@ -168,6 +168,11 @@ class ModuleSpace:
         self._ranks: dict = {}
         self.classifier = Classifier(self)
 
+    def keep_private(self, name: str) -> None:
+        """Make ``name`` private to the rank installed now (none: nothing to do)."""
+        if self.installed is not None:
+            self.installed.keep_private(name)
+
     def enter(self, glet, rank: RankModules) -> None:
         self._ranks[glet] = rank
         self._install(rank)
