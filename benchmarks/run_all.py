@@ -16,6 +16,7 @@ BENCHMARKS = [
     "policy_cost",
     "mpi_pingpong",
     "smpi_ratio",
+    "message_cost",
     "alltoall",
     "registration_leak",
     "ctrl_c_faults",

@@ -158,7 +158,9 @@ class Pml:
     ) -> RecvRequest:
         """Post a receive into ``buffer`` (writable contiguous uint8, or None to allocate
         on match). Complete on return when a matching eager fragment was waiting."""
-        req = RecvRequest(self._new_id(), label, ctx, source, tag, buffer)
+        rid = self._next_id  # _new_id, inlined: every receive takes one
+        self._next_id = rid + 1
+        req = RecvRequest(rid, label, ctx, source, tag, buffer)
         queue = self._unexpected.get(ctx)
         if queue:
             for i, frag in enumerate(queue):
