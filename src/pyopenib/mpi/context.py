@@ -90,12 +90,15 @@ class RankContext:
         if self.cpu_scale:
             self._cpu_mark = time.thread_time()
 
-    def poll(self) -> None:
-        """One progress pass for a nonblocking check (Test, Iprobe)."""
+    def poll(self, idle_ps: int = POLL_PS) -> bool:
+        """One progress pass for a nonblocking check (Test, Iprobe); when it did nothing
+        the rank sleeps ``idle_ps``. Whether it did something."""
         if self.pml.progress() == 0:
             self.charge_cpu()
-            self.sim.sleep(POLL_PS)
+            self.sim.sleep(idle_ps)
             self.resumed()
+            return False
+        return True
 
     def wait_request(self, preq, call) -> None:
         """Drive progress until the PML request ``preq`` completes: ``wait_for`` without a

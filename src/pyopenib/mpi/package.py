@@ -51,6 +51,7 @@ SUBMODULES: dict[str, str] = {
     "mpi4py.util.pool": "pyopenib.mpi.util_pool",
     "mpi4py.futures": "pyopenib.mpi.futures",
     "mpi4py.futures._base": "pyopenib.mpi.futures._base",
+    "mpi4py.futures.aplus": "pyopenib.mpi.futures.aplus",
     "mpi4py.futures._core": "pyopenib.mpi.futures._core",
     "mpi4py.futures.pool": "pyopenib.mpi.futures.pool",
     "mpi4py.futures.util": "pyopenib.mpi.futures.util",

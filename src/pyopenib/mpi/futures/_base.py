@@ -44,19 +44,27 @@ __all__ = [
 _PS_PER_S = 1_000_000_000_000
 
 
+_IDLE_MAX_PS = 1_000_000_000
+"""The longest a timed wait sleeps between polls with nothing happening (1 ms)."""
+
+
 def wait_until(done, timeout, call: str) -> bool:
     """Pump and sleep in simulated time until ``done()``; False if ``timeout`` simulated
-    seconds passed first. A wait with a timeout never runs a task at a root without
-    workers (``run_here``): it could not stop the task in time."""
+    seconds passed first. A root without workers runs its queued tasks in a wait without
+    a timeout or with a positive one (``run_here``: they take the simulated time they
+    take); a zero timeout only looks. Between fruitless polls a timed wait sleeps twice
+    as long each time, up to ``_IDLE_MAX_PS``, as mpi4py's manager backs off."""
     ctx = context.current()
     if timeout is None:
         ctx.wait_for(lambda: _core.pump_all(run_here=True) or done(), call)
         return True
     deadline = ctx.sim.now + int(timeout * _PS_PER_S)
-    while not (_core.pump_all(run_here=False) or done()):
-        if ctx.sim.now >= deadline:
+    idle = context.POLL_PS
+    while not (_core.pump_all(run_here=timeout > 0) or done()):
+        left = deadline - ctx.sim.now
+        if left <= 0:
             return False
-        ctx.poll()
+        idle = context.POLL_PS if ctx.poll(min(idle, left)) else min(2 * idle, _IDLE_MAX_PS)
     return True
 
 

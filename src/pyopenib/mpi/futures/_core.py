@@ -73,12 +73,14 @@ class RemoteTraceback(Exception):
 
 class _RankState:
     """One rank's futures state: its live client ends (pumped by every wait), the
-    workers' communicator while it serves (``get_comm_workers``), its shared pool."""
+    executors to start at its next wait, the workers' communicator while it serves
+    (``get_comm_workers``), its shared pool."""
 
-    __slots__ = ("clients", "comm_server", "shared")
+    __slots__ = ("clients", "comm_server", "shared", "starting")
 
     def __init__(self):
         self.clients: list = []
+        self.starting: list = []  # executors whose workers are got at the next wait
         self.comm_server = None
         self.shared: SharedPoolCtx | None = None
 
@@ -99,6 +101,8 @@ def _join_clients() -> None:
     """At the rank's exit: finish every executor's queued tasks and stop its workers,
     as mpi4py's ``atexit`` join of its manager threads does."""
     state = _RANKS.get(context.current())
+    while state is not None and state.starting:
+        state.starting[0]._start_now()
     while state is not None and state.clients:
         state.clients[-1].join()
 
@@ -114,6 +118,8 @@ def pump_all(run_here: bool) -> None:
     state = _RANKS.get(context.current())
     if state is None:
         return
+    while state.starting:
+        state.starting[0]._start_now()
     while True:
         running = [(end, w) for end in state.clients for w in end.running]
         if running:
@@ -426,6 +432,13 @@ def server_main() -> None:
 
 
 # -- python -m mpi4py.futures ---------------------------------------------------------------
+def __getattr__(name: str):
+    """``_core.SharedPool``, mpi4py's per-process global: here the calling rank's."""
+    if name == "SharedPool":
+        return shared_pool()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def shared_pool():
     """The rank's shared pool (``python -m mpi4py.futures``), at its root; else None."""
     state = _RANKS.get(context.current())

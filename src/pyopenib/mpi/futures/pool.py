@@ -80,6 +80,12 @@ class _MapMixin:
 class MPIPoolExecutor(_MapMixin, Executor):
     """An executor whose tasks run on MPI worker processes (see the module docstring).
 
+    Its workers are got and made ready (spawned, sent the program to import, their
+    initializer run) at the rank's next wait after the first ``submit``, or at once by
+    ``bootup()``/``num_workers``, as mpi4py's manager thread does it after ``submit``
+    returns: a task submitted meanwhile waits, and fails with ``BrokenExecutor`` if the
+    initializer fails; a ``submit`` after that raises it.
+
     Keyword options as mpi4py's: ``python_exe``, ``python_args``, ``mpi_info`` (the
     spawn), ``globals``, ``main``, ``path`` (what workers import first), ``use_pkl5``
     (accepted: pickles go whole either way). ``wdir``/``env`` change a worker's working
@@ -105,26 +111,48 @@ class MPIPoolExecutor(_MapMixin, Executor):
         self._shutdown = False
         self._broken: str | None = None
         self._pool = None
+        self._started = False
+        self._held: list = []  # (future, task) submitted before the workers were ready
         self._futures: set = set()
 
-    def _bootstrap(self) -> None:
-        if self._pool is not None:
-            return
+    def _connect(self):
+        """The workers and whether they must import the program first: the shared pool
+        at rank 0 under ``python -m mpi4py.futures``, else spawned ones."""
         shared = _core.shared_pool()
         if shared is not None:
-            self._pool = shared.workers
-        else:
-            options = {k: self._options[k] for k in _SPAWN_OPTIONS if k in self._options}
-            comm = _core.client_spawn(max_workers=self._options.get("max_workers"), **options)
-            self._pool = _core.Workers(comm, owned=True)
-        self._start()
+            return shared.workers, True
+        options = {k: self._options[k] for k in _SPAWN_OPTIONS if k in self._options}
+        comm = _core.client_spawn(max_workers=self._options.get("max_workers"), **options)
+        return _core.Workers(comm, owned=True), True
 
-    def _start(self, sync: bool = True) -> None:
+    def _release_unused(self) -> None:
+        """Shut down before any task: workers this executor was given must stop too."""
+
+    def _start_now(self) -> None:
+        """Get the workers ready and hand them the tasks held meanwhile (once)."""
+        if self._started:
+            return
+        self._started = True
+        starting = _core.rank_state().starting
+        if self in starting:
+            starting.remove(self)
+        self._pool, sync = self._connect()
         if sync:
             self._pool.sync(self._options)
         self._broken = self._pool.broken
         if self._broken is None and not self._pool.initialize(self._options):
             self._broken = "initializer failed"
+        held, self._held = self._held, []
+        for future, task in held:
+            if self._broken is None:
+                self._pool.push(future, task)
+            elif future.set_running_or_notify_cancel():
+                future.set_exception(BrokenExecutor(self._broken))
+
+    def _start_later(self) -> None:
+        starting = _core.rank_state().starting
+        if not self._started and self not in starting:
+            starting.append(self)
 
     @property
     def _max_workers(self) -> int:
@@ -135,15 +163,17 @@ class MPIPoolExecutor(_MapMixin, Executor):
         """How many worker processes serve this executor."""
         if self._broken or self._shutdown:
             return 0
-        self._bootstrap()
-        return self._pool.size
+        self._start_now()
+        return 0 if self._broken else self._pool.size
 
     def bootup(self, wait=True):
-        """Get the workers now (``wait`` is kept for mpi4py's signature: the workers are
-        ready when this returns)."""
+        """Get the workers now (``wait``) or at the rank's next wait."""
         if self._shutdown:
             raise RuntimeError("cannot bootup after shutdown")
-        self._bootstrap()
+        if wait:
+            self._start_now()
+        else:
+            self._start_later()
         return self
 
     def submit(self, fn, /, *args, **kwargs):
@@ -151,13 +181,14 @@ class MPIPoolExecutor(_MapMixin, Executor):
             raise BrokenExecutor(self._broken)
         if self._shutdown:
             raise RuntimeError("cannot submit after shutdown")
-        self._bootstrap()
-        if self._broken:
-            raise BrokenExecutor(self._broken)
         future = self.Future()
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
-        self._pool.push(future, (fn, args, kwargs))
+        if self._started:
+            self._pool.push(future, (fn, args, kwargs))
+        else:
+            self._held.append((future, (fn, args, kwargs)))
+            self._start_later()
         return future
 
     def shutdown(self, wait=True, *, cancel_futures=False):
@@ -165,17 +196,28 @@ class MPIPoolExecutor(_MapMixin, Executor):
         workers stopped (without it, they finish while the rank next waits, or when the
         rank exits)."""
         self._shutdown = True
-        pool = self._pool
+        if cancel_futures:
+            for future, _ in self._held:
+                future.cancel()
+            if self._pool is not None:
+                self._pool.cancel(self._futures)
+        if not wait:
+            return
+        if not self._started and not self._held:
+            self._started = True  # nothing was submitted: no workers to get
+            starting = _core.rank_state().starting
+            if self in starting:
+                starting.remove(self)
+            self._release_unused()
+            return
+        self._start_now()
+        pool, self._pool = self._pool, None
         if pool is None:
             return
-        if cancel_futures:
-            pool.cancel(self._futures)
-        if wait:
-            self._pool = None
-            if pool.owned:
-                pool.join()
-            else:
-                wait_until(lambda: not self._futures, None, "MPIPoolExecutor.shutdown")
+        if pool.owned:
+            pool.join()
+        else:
+            wait_until(lambda: not self._futures, None, "MPIPoolExecutor.shutdown")
 
 
 def _check_shared_state(options: dict) -> None:
@@ -199,9 +241,15 @@ class _CommExecutor(MPIPoolExecutor):
     workers run the program already, so they import nothing first (mpi4py's
     ``sync=False``)."""
 
-    def _attach(self, pool) -> None:
-        self._pool = pool
-        self._start(sync=False)
+    def __init__(self, pool, **options):
+        super().__init__(**options)
+        self._given = pool
+
+    def _connect(self):
+        return self._given, False
+
+    def _release_unused(self) -> None:
+        self._given.join()
 
 
 class MPICommExecutor:
@@ -229,16 +277,14 @@ class MPICommExecutor:
             executor = MPIPoolExecutor(**self._options)
             executor.bootup()
         elif comm.Get_size() == 1:
-            executor = _CommExecutor(**self._options)
-            executor._attach(_core.LocalWorker())
+            executor = _CommExecutor(_core.LocalWorker(), **self._options)
         else:
             inter, intra = _core.comm_split(comm, root)
             if comm.Get_rank() != root:
                 _core.serve(inter, intra)
                 intra.Free()
                 return None
-            executor = _CommExecutor(**self._options)
-            executor._attach(_core.Workers(inter, owned=True))
+            executor = _CommExecutor(_core.Workers(inter, owned=True), **self._options)
         self._executor = executor
         return executor
 
@@ -256,17 +302,26 @@ class ThreadPoolExecutor(_MapMixin, _cf.ThreadPoolExecutor):
 
     _as_completed = staticmethod(_cf.as_completed)
 
+    @property
+    def num_workers(self) -> int:
+        """How many threads run the tasks."""
+        return self._max_workers
+
+    def bootup(self, wait=True):
+        """mpi4py's eager start: the threads start as tasks come, so nothing to do."""
+        if self._shutdown:
+            raise RuntimeError("cannot bootup after shutdown")
+        return self
+
 
 class ProcessPoolExecutor(MPIPoolExecutor):
     """mpi4py's process pool: an ``MPIPoolExecutor`` that always spawns its workers,
     even under ``python -m mpi4py.futures``."""
 
-    def _bootstrap(self) -> None:
-        if self._pool is None:
-            options = {k: self._options[k] for k in _SPAWN_OPTIONS if k in self._options}
-            comm = _core.client_spawn(max_workers=self._options.get("max_workers"), **options)
-            self._pool = _core.Workers(comm, owned=True)
-            self._start()
+    def _connect(self):
+        options = {k: self._options[k] for k in _SPAWN_OPTIONS if k in self._options}
+        comm = _core.client_spawn(max_workers=self._options.get("max_workers"), **options)
+        return _core.Workers(comm, owned=True), True
 
 
 def get_comm_workers():
