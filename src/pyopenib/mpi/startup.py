@@ -212,25 +212,32 @@ def _init(call: str, required: int) -> int:
 
 
 def Init() -> None:  # noqa: N802 - mpi4py's names
-    """Initialise MPI (after ``rc.initialize = False``); a second time ends the rank as
-    Open MPI does."""
+    """Initialize the MPI execution environment.
+
+    For a rank whose ``rc.initialize`` was false; a second initialisation ends the rank
+    as Open MPI does."""
     _init("MPI_Init", threads.THREAD_SINGLE)
 
 
 def Init_thread(required: int = threads.THREAD_MULTIPLE) -> int:  # noqa: N802
-    """Initialise MPI with a thread level: the one provided, ``required`` capped at what
-    the job can honour (``threads.SUPPORTED``)."""
+    """Initialize the MPI execution environment with a thread level.
+
+    Returns the level provided: ``required`` capped at what the job can honour
+    (``threads.SUPPORTED``)."""
     return _init("MPI_Init_thread", required)
 
 
 def Is_initialized() -> bool:  # noqa: N802
-    """Whether MPI was initialised (at import, or by ``Init``); still true after
+    """Indicate whether ``Init`` has been called.
+
+    True once MPI is initialised (at import, or by ``Init``), and still after
     ``Finalize``."""
     return _state().initialized
 
 
 def Query_thread() -> int:  # noqa: N802
-    """The thread level provided (MPI allows the call from any thread: from one that is
-    not a rank's, the job's)."""
+    """Return the level of thread support provided.
+
+    MPI allows the call from any thread: from one that is not a rank's, the job's."""
     ctx = context.lookup()
     return threads.active().provided if ctx is None else _state(ctx).provided

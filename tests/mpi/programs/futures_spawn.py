@@ -23,6 +23,15 @@ def boom(x):
     raise ValueError(f"bad {x}")
 
 
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+
+def make_point(x):
+    return Point(x)  # pickled as __worker__.Point by the worker
+
+
 def init(value):
     global SCALE
     SCALE = value
@@ -45,6 +54,8 @@ if __name__ == "__main__":
         print(collect([executor.submit(abs, -i) for i in range(4)]).result())
         print(compose(executor.submit(abs, -3), lambda r: r * 100).result())
         print(compose(executor.submit(boom, 1), excepthook=lambda e: str(e)).result())
+        point = executor.submit(make_point, 5).result()
+        print(type(point).__name__, point.x, type(point) is Point)
     with MPIPoolExecutor(2, initializer=init, initargs=(1000,)) as executor:
         print([f.result() for f in [executor.submit(total, 1) for _ in range(2)]])
     executor = MPIPoolExecutor(1)

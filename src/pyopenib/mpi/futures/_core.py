@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import os
+import pickle
 import runpy
 import sys
 import traceback
@@ -140,7 +141,34 @@ def get_comm_server():
     return comm
 
 
-def _settle(future, reply) -> None:
+def _failure(exc: BaseException):
+    return (False, exc, "".join(traceback.format_exception(exc)))
+
+
+def _pack(reply) -> bytes:
+    """A worker's reply as bytes, so the client unpickles each reply by itself (one that
+    fails to load fails its own future, not the client's wait); a reply that does not
+    pickle becomes its pickling error."""
+    try:
+        return pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - the client gets the failure instead
+        return pickle.dumps(_failure(exc), pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data: bytes):
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001 - the reply's failure is its future's
+        return _failure(exc)
+
+
+def _settle(future, data: bytes) -> None:
+    if future.cancelled():
+        return
+    _settle_reply(future, _unpack(data))
+
+
+def _settle_reply(future, reply) -> None:
     if future.cancelled():
         return
     ok, value, tb = reply
@@ -205,7 +233,7 @@ class Workers:
         wait_until(lambda: not self.running, None, "mpi4py.futures (workers busy)")
         for worker in range(self.size):
             self.comm.send((kind, payload), dest=worker, tag=_TASK)
-        return [self.comm.recv(source=worker, tag=_RESULT) for worker in range(self.size)]
+        return [_unpack(self.comm.recv(source=w, tag=_RESULT)) for w in range(self.size)]
 
     def sync(self, options: dict) -> None:
         """The first message to the workers: what to import and where (``_sync``)."""
@@ -272,7 +300,7 @@ class LocalWorker:
                 reply = _call(fn, args, kwargs)
             finally:
                 state.comm_server = None
-            _settle(future, reply)
+            _settle_reply(future, reply)
         return ran
 
     def busy(self) -> bool:
@@ -304,15 +332,20 @@ def _call(fn, args, kwargs):
     try:
         return (True, fn(*args, **kwargs), None)
     except BaseException as exc:  # noqa: BLE001 - the task's failure goes back to the client
-        return (False, exc, "".join(traceback.format_exception(exc)))
+        return _failure(exc)
 
 
 def _sync_data(options: dict) -> dict:
     """What a worker needs before its first task: the client's ``__main__`` (unless
-    ``main=False``), ``globals`` and ``path`` (mpi4py's ``_sync_get_data``)."""
+    ``main=False``), ``globals`` and ``path`` (mpi4py's ``_sync_get_data``). The client's
+    ``__main__`` is also its ``__worker__``, so a worker's result whose class the program
+    defines (pickled as ``__worker__.Name``) loads here."""
     data = {key: options[key] for key in ("globals", "path") if key in options}
+    main = sys.modules["__main__"]
+    if MAIN_RUN_NAME not in sys.modules:  # results pickled by reference to it load here
+        context.current().modules.keep_private(MAIN_RUN_NAME)
+        sys.modules[MAIN_RUN_NAME] = main
     if options.get("main", True):
-        main = sys.modules["__main__"]
         spec = getattr(main, "__spec__", None)
         data["mod_name"] = getattr(spec, "name", None)
         data["mod_path"] = getattr(main, "__file__", None)
@@ -354,16 +387,13 @@ def serve(comm, workers_comm) -> None:
             try:
                 message = comm.recv(source=0, tag=_TASK)
             except Exception as exc:  # noqa: BLE001 - a task that does not unpickle here
-                comm.send((False, exc, "".join(traceback.format_exception(exc))), 0, _RESULT)
+                comm.send(_pack(_failure(exc)), 0, _RESULT)
                 continue
             if message is None:
                 break
             kind, payload = message
             reply = _call(_sync, (payload,), {}) if kind == "sync" else _call(*payload)
-            try:
-                comm.send(reply, dest=0, tag=_RESULT)
-            except Exception as exc:  # noqa: BLE001 - a result that does not pickle
-                comm.send((False, exc, "".join(traceback.format_exception(exc))), 0, _RESULT)
+            comm.send(_pack(reply), dest=0, tag=_RESULT)
     finally:
         state.comm_server = None
     comm.Disconnect()
