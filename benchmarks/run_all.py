@@ -21,6 +21,7 @@ BENCHMARKS = [
     "registration_leak",
     "ctrl_c_faults",
     "reference_digests",
+    "fidelity",
     "mpi4py_suite",
     "mpi4py_demos",
 ]

@@ -28,7 +28,7 @@ from .coll_engine import Channel, run
 from .coll_inter import local_channel
 from .context import current as current_context
 from .errhandler import inherit
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .group import CONGRUENT, IDENT, UNEQUAL, Group, GroupHandle, compare_members
 from .request import DoneOperation
 from .request import wrap as request_of
@@ -383,7 +383,9 @@ def Create(self, group: Group):
     if group._obj is None:
         raise Exception(_ERR_GROUP)
     if st.inter:
-        return self._create_inter(st, group)
+        from .intercomm import create_from_subgroups
+
+        return create_from_subgroups(st, group)
     members = group._obj.members
     if any(w not in st.group for w in members):
         raise Exception(_ERR_GROUP)
@@ -400,7 +402,9 @@ def Split(self, color: int = 0, key: int = 0):
     if color < 0 and color != UNDEFINED:  # before any traffic, as Open MPI checks
         raise Exception(_ERR_ARG)
     if st.inter:
-        return self._split_inter(st, color, key)
+        from .intercomm import split_inter
+
+        return split_inter(st, color, key)
     ch = Channel.of(st, "MPI_Comm_split")
     infos = run(ch, coll.allgather(ch, np.array([color, key], np.int64).view(np.uint8)))
     pairs = [tuple(int(x) for x in b.view(np.int64)) for b in infos]
@@ -458,19 +462,6 @@ def Disconnect(self) -> None:
     """Waits for the communicator's pending traffic (a barrier), then frees it."""
     self.Barrier()
     self.Free()
-
-
-# -- intercommunicator helpers ------------------------------------------------------
-def _create_inter(self, st, group: Group):
-    from .intercomm import create_from_subgroups
-
-    return create_from_subgroups(self, st, group)
-
-
-def _split_inter(self, st, color, key):
-    from .intercomm import split_inter
-
-    return split_inter(self, st, color, key)
 
 
 _PREDEFINED_FINTS = {"world": 0, "self_comm": 1, None: 2}

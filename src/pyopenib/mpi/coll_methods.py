@@ -23,7 +23,7 @@ from . import collectives as coll
 from .buffers import IN_PLACE, message, vector_message, w_message
 from .coll_engine import Channel, run, start
 from .comm_locks import comm_lock
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .ops import OPS, Op, check_op, reduce_arrays
 from .pickling import PICKLE
 from .request import Prequest, Request, persistent, wrap

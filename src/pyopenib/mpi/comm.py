@@ -15,12 +15,10 @@ program's subclass overrides any of them as it would mpi4py's.
 
 from __future__ import annotations
 
-from . import coll_comms, coll_methods, dynproc, p2p, ulfm
-from .attributes import CommAttributes
+from . import attributes, coll_comms, coll_methods, dynproc, errhandler, p2p, ulfm
 from .coll_comms import CommState
 from .context import JobAborted, current
-from .errhandler import CommErrhandlers
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
 __all__ = ["Comm", "CommState", "Intracomm"]
@@ -28,7 +26,8 @@ __all__ = ["Comm", "CommState", "Intracomm"]
 _ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
 
 
-class Comm(CommAttributes, CommErrhandlers, metaclass=MpiClass):
+@errhandler.routes_errors
+class Comm(metaclass=MpiClass):
     """Communication context.
 
     ``Comm(comm)`` is another object for the same communicator; the point-to-point
@@ -127,6 +126,29 @@ class Comm(CommAttributes, CommErrhandlers, metaclass=MpiClass):
         st = self._st()
         raise JobAborted(current().rank, errorcode, st.name or "communicator")
 
+    # -- attributes (attributes) -------------------------------------------------------------
+    _attr_kind = "Comm"
+    _attributes = attributes.comm_object_attributes
+    Create_keyval = classmethod(attributes.Create_keyval)
+    Free_keyval = classmethod(attributes.Free_keyval)
+    Get_attr = attributes.comm_get_attr
+    Set_attr = attributes.Set_attr
+    Delete_attr = attributes.Delete_attr
+
+    # -- error handlers (errhandler) ---------------------------------------------------------
+    _errh_kind = "Comm"
+    _errh_noun = "communicator"
+    _errh_state = _st
+    Create_errhandler = classmethod(errhandler.Create_errhandler)
+    Get_errhandler = errhandler.Get_errhandler
+    Set_errhandler = errhandler.Set_errhandler
+    Call_errhandler = errhandler.Call_errhandler
+
+    def __init_subclass__(cls, **kwargs):
+        """Route a subclass's errors too once routing is on (``errhandler.routes_errors``)."""
+        super().__init_subclass__(**kwargs)
+        errhandler.route_subclass(cls)
+
     # -- point-to-point (p2p): every send mode, receives, probes, persistent requests --------
     _send_op = staticmethod(p2p._send_op)
     _recv_op = staticmethod(p2p._recv_op)
@@ -216,8 +238,6 @@ class Comm(CommAttributes, CommErrhandlers, metaclass=MpiClass):
     Free = coll_comms.Free
     free = coll_comms.free
     Disconnect = coll_comms.Disconnect
-    _create_inter = coll_comms._create_inter
-    _split_inter = coll_comms._split_inter
 
     # -- collectives (coll_methods): blocking, nonblocking and persistent forms --------------
     _blocking = coll_methods._blocking

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from .coll_comms import CommState, comm_object
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .info import info_items
 from .launch import SpawnRefused, resolve_command, spawn_options
 from .ops import OPS

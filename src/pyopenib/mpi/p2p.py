@@ -21,6 +21,7 @@ Objects travel as ``MPI.pickle`` streams. ``recv`` probes first (mpi4py's
 from __future__ import annotations
 
 import warnings
+from threading import get_ident as _get_ident
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from . import bsend as buffered
 from . import comm_locks
 from .buffers import message
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message, matched, no_proc
 from .partitioned import partitioned_recv, partitioned_send
 from .pickling import PICKLE, Pickle
@@ -58,7 +59,7 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _U8 = np.uint8
 
 
-def c_int(value, what: str = "argument") -> int:
+def c_int(value) -> int:
     """``value`` as a Cython ``int`` parameter takes it: an integer (or anything with
     ``__index__``, or a float, truncated) inside the C ``int`` range."""
     if type(value) is not int:
@@ -79,11 +80,11 @@ def c_int(value, what: str = "argument") -> int:
 def _dest(st, dest, tag) -> int:
     """Checked (dest, tag) of a send: Open MPI tests the tag, then the rank."""
     if type(tag) is not int or not 0 <= tag <= _INT_MAX:
-        tag = c_int(tag, "tag")
+        tag = c_int(tag)
         if tag < 0:
             raise Exception(ERR_TAG)
     if type(dest) is not int:
-        dest = c_int(dest, "dest")
+        dest = c_int(dest)
     if not 0 <= dest < st.size and dest != PROC_NULL:
         raise Exception(ERR_RANK)
     return dest, tag
@@ -92,11 +93,11 @@ def _dest(st, dest, tag) -> int:
 def _source(st, source, tag):
     """Checked (source, tag) of a receive or probe (wildcards allowed)."""
     if type(tag) is not int or not 0 <= tag <= _INT_MAX:
-        tag = c_int(tag, "tag")
+        tag = c_int(tag)
         if tag < 0 and tag != ANY_TAG:
             raise Exception(ERR_TAG)
     if type(source) is not int:
-        source = c_int(source, "source")
+        source = c_int(source)
     if not 0 <= source < st.size and source != PROC_NULL and source != ANY_SOURCE:
         raise Exception(ERR_RANK)
     return source, tag
@@ -156,7 +157,27 @@ def _send_buf(self, buf, dest, tag, sync, call) -> None:
 
 def Send(self, buf, dest: int, tag: int = 0) -> None:
     """Blocking send in standard mode."""
-    self._send_buf(buf, dest, tag, False, "MPI_Send")
+    # ``_send_buf`` -> ``_send_op`` written out for the call every program makes most:
+    # an ``int`` tag and rank in range skip ``_dest`` (which would return them as they
+    # are), and an eager send is complete on return from the PML
+    msg = message(buf, peer=dest)
+    st = self._st()
+    label = (_p2p_label, "MPI_Send", msg, "dest", dest, tag, st)
+    if (
+        type(tag) is not int
+        or not 0 <= tag <= _INT_MAX
+        or type(dest) is not int
+        or not 0 <= dest < st.size
+    ):
+        dest, tag = _dest(st, dest, tag)
+        if dest == PROC_NULL:
+            return
+    rc = st.rc
+    if _get_ident() != rc._main_ident:  # ``rc.pml``'s thread check
+        raise rc.thread_support.forbidden()
+    preq = rc._pml.isend(msg.data, st.ranks[dest], st.ctx, st.rank, tag, False, label)
+    if not preq.complete:
+        rc.wait_request(preq, label)
 
 
 def Ssend(self, buf, dest: int, tag: int = 0) -> None:
@@ -176,19 +197,31 @@ def Bsend(self, buf, dest: int, tag: int = 0) -> None:
 
 def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> None:
     """Blocking receive."""
+    # ``_recv_op`` written out, as in ``Send``: a plain source and tag skip ``_source``
     msg = message(buf, writable=True, peer=source)
     st = self._st()
     label = (_p2p_label, "MPI_Recv", msg, "source", source, tag, st)
-    posted = self._recv_op(st, msg.data, source, tag, label)
-    if posted is None:
-        if status is not None:
-            status._fill(*NULL_PROC_RECV)
-        return
-    rc, preq = posted
+    if (
+        type(tag) is not int
+        or not 0 <= tag <= _INT_MAX
+        or type(source) is not int
+        or not 0 <= source < st.size
+    ):
+        source, tag = _source(st, source, tag)
+        if source == PROC_NULL:
+            if status is not None:
+                status._fill(*NULL_PROC_RECV)
+            return
+    rc = st.rc
+    if _get_ident() != rc._main_ident:  # ``rc.pml``'s thread check
+        raise rc.thread_support.forbidden()
+    preq = rc._pml.irecv(msg.data, st.ctx, source, tag, label)
     if not preq.complete:
         rc.wait_request(preq, label)
-    msg.finish(preq.count)  # a non-contiguous datatype: unpack into the user's layout
-    finish_recv(preq, status)
+    if msg.staged:
+        msg.finish(preq.count)  # a non-contiguous datatype: unpack into the user's layout
+    if status is not None or preq.truncated:
+        finish_recv(preq, status)
 
 
 # -- buffers: nonblocking ----------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 
 __all__ = [
     "SUPPORTED",
@@ -45,11 +45,11 @@ LEVEL_NAMES = {
 }
 _ERR_OTHER = ERROR_CLASSES["ERR_OTHER"][0]
 _MPI_DIR = __file__.rpartition("/")[0] + "/"
-_PUBLIC_OWNER = {
-    "CommAttributes": "Comm",
-    "CommErrhandlers": "Comm",
-}
-"""The mixins ``Comm``'s methods are written in, by the class a program calls them on."""
+
+
+_ROUTING_WRAPPER = "_routed.<locals>.method"
+"""The wrapper ``errhandler.routes_errors`` puts around every MPI method once a program
+installs an error handler: the call it wraps is the one to name."""
 
 
 def _call_name(frame) -> str:
@@ -60,7 +60,7 @@ def _call_name(frame) -> str:
     code = frame.f_code
     owner, dot, method = code.co_qualname.rpartition(".")
     if dot:
-        return f"{_PUBLIC_OWNER.get(owner, owner)}.{method}"
+        return f"{owner}.{method}"
     receiver = frame.f_locals.get("self", frame.f_locals.get("cls"))
     if receiver is not None:
         for klass in receiver.__mro__ if isinstance(receiver, type) else type(receiver).__mro__:
@@ -109,7 +109,8 @@ class ThreadSupport:
         while frame is not None:
             code = frame.f_code
             if code.co_filename.startswith(_MPI_DIR):
-                call = _call_name(frame)
+                if code.co_qualname != _ROUTING_WRAPPER:
+                    call = _call_name(frame)
             elif call is not None:
                 break
             frame = frame.f_back
