@@ -293,6 +293,8 @@ def _routed(fn, name: str):
 _routing = False  # see routes_errors: off until a program installs another handler
 _ROUTED: list[type] = []
 """The classes declared with ``routes_errors`` (``Comm``, ``Win``, ``File``)."""
+
+
 def _route_all() -> None:
     """Switch error routing on (once: it stays on for the process)."""
     global _routing
