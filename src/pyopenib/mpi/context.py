@@ -124,16 +124,41 @@ class RankContext:
         (a string, or a ``(render, *args)`` label that only a report renders)."""
         if done():
             return
+        self._progress_until(done, call, True)
+
+    def wait_matched(self, probe, call):
+        """Drive progress until ``probe()`` returns something other than None, and return
+        it; the caller has just called ``probe`` and got None. ``wait_for`` for a test of
+        the PML's matching queues (a matched or plain probe), which only a progress pass
+        that handled something can change: ``probe`` runs again only after such a pass,
+        not after every wake-up and not twice in a row (a blocked ``Mprobe``, hence every
+        lowercase ``recv``, probed five times per message through ``wait_for``)."""
+        return self._progress_until(probe, call, False)
+
+    def _progress_until(self, test, call, after_idle: bool):
+        """The loop of ``wait_for`` (``after_idle``: ``test()`` true ends it, tested after
+        every pass) and of ``wait_matched`` (``test()`` not None ends it, tested only
+        after a pass that handled something); returns the last ``test()``."""
         self.charge_cpu()
         pml = self.pml
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call
-        while not done():
-            if pml.progress() == 0:
-                pml.wait_for_activity()
+        if after_idle:
+            while not (found := test()):
+                if pml.progress() == 0:
+                    pml.wait_for_activity()
+        else:
+            while True:
+                if pml.progress() == 0:
+                    pml.wait_for_activity()
+                    continue
+                found = test()
+                if found is not None:
+                    break
         self.blocked_in = outer
         self.resumed()
+        return found
 
 
 def bind(glet, ctx: RankContext) -> None:

@@ -86,7 +86,9 @@ class Pml:
         self._btl_send = btl.send
         self._btl_sendi = btl.sendi
         self._btl_progress = btl.progress
-        self._btl_wait = btl.wait_for_activity
+        # the BTL's own method, bound here: a blocked rank calls it once per message, and
+        # the PML adds nothing to it (see ``wait_for_activity`` below for what it does)
+        self.wait_for_activity = btl.wait_for_activity
         self._progress_hooks: list = []
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
@@ -264,8 +266,9 @@ class Pml:
         """Block the process until its BTL has something to progress (a completion, an
         arrival): what a caller does after a ``progress()`` pass found nothing, as
         ``opal_progress`` yields the CPU. The MPI layer waits through the PML, never
-        through the BTL underneath it."""
-        self._btl_wait()
+        through the BTL underneath it. (Each instance binds the BTL's method over this
+        one in ``__init__``, so the wait costs no call of the PML's own.)"""
+        self.btl.wait_for_activity()
 
     def one_sided(self, ops: Mapping[str, Combine]) -> OscModule:
         """This process's one-sided (osc) component over the BTL the PML runs on: Open
