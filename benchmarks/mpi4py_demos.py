@@ -223,11 +223,13 @@ _REAL_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?
 
 def normalised(lines: list[str], timed: bool) -> list[str]:
     """The output as compared: real mpirun's tags inside lines (a line written in pieces
-    reaches orted apart) dropped, host names and (``timed``) measured numbers masked,
+    reaches orted apart) dropped, host names masked, and the NUL padding a fixed-size
+    buffer leaves after one (``futures/run_hello.py``: its length is the host name's)
+    dropped, (``timed``) measured numbers masked,
     with the padding a fixed-width number field gives them, lines sorted."""
     out = []
     for line in lines:
-        line = _HOST.sub("<host>", _INNER_TAG.sub("", line))
+        line = _HOST.sub("<host>", _INNER_TAG.sub("", line)).rstrip().rstrip("\x00")
         if timed:
             line = _SPACES.sub(" ", _REAL_NUMBER.sub("<t>", line))
         out.append(line.rstrip())

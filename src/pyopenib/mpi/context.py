@@ -65,6 +65,7 @@ class RankContext:
         self.jobid = 1  # mpirun's job id: 1 for the launched job, 2... for spawned ones
         self.appnum = 0  # MPI_APPNUM: which command of its job's spawn the rank runs
         self.parent = None  # a spawned rank's intercommunicator to its parents (Get_parent)
+        self.at_exit: list = []  # run in the rank when its program ends (``atexit`` per rank)
 
     @property
     def pml(self):
@@ -72,10 +73,13 @@ class RankContext:
             raise self.thread_support.forbidden()
         return self._pml
 
-    def poll(self) -> None:
-        """One progress pass for a nonblocking check (Test, Iprobe)."""
+    def poll(self, idle_ps: int = POLL_PS) -> bool:
+        """One progress pass for a nonblocking check (Test, Iprobe); when it did nothing
+        the rank sleeps ``idle_ps``. Whether it did something."""
         if self.pml.progress() == 0:
-            self.sim.sleep(POLL_PS)
+            self.sim.sleep(idle_ps)
+            return False
+        return True
 
     def wait_request(self, preq, call) -> None:
         """Drive progress until the PML request ``preq`` completes: ``wait_for`` without a

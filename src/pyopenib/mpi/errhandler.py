@@ -118,11 +118,12 @@ class _RankHandlers:
     """One rank's handler table: which handler each object has, and how many user
     handler slots of each kind are taken."""
 
-    __slots__ = ("of", "slots")
+    __slots__ = ("of", "slots", "defaults")
 
     def __init__(self):
         self.of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.slots: dict[str, int] = {}
+        self.defaults: dict[str, ErrhandlerObject] = {}  # by kind; else ERRORS_RETURN
 
 
 _RANKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -150,9 +151,39 @@ def _create(kind: str, fn) -> Errhandler:
     return Errhandler._wrap(ErrhandlerObject("user", kind, fn))
 
 
-def handler_of(state) -> ErrhandlerObject:
-    """The handler of the object whose state is ``state`` (``ERRORS_RETURN`` if unset)."""
-    return _handlers().of.get(state, _RETURN)
+def handler_of(state, kind: str = "Comm") -> ErrhandlerObject:
+    """The handler of the object of ``kind`` whose state is ``state``: its own, else what
+    the rank's ``mpi4py.rc.errors`` gives that kind (``set_rank_defaults``), else
+    ``ERRORS_RETURN``."""
+    table = _handlers()
+    obj = table.of.get(state)
+    if obj is None:
+        return table.defaults.get(kind, _RETURN)
+    return obj
+
+
+_RC_DEFAULTS = {
+    "exception": {},
+    "fatal": {"Comm": "fatal", "Win": "fatal", "File": "fatal"},
+    "abort": {"Comm": "abort", "Win": "abort", "File": "abort"},
+    "default": {"Comm": "fatal", "Win": "fatal"},
+}
+"""Per ``rc.errors``, the handler each kind of object has unless one is set: mpi4py sets
+``ERRORS_RETURN`` (``exception``), ``ERRORS_ARE_FATAL`` or ``ERRORS_ABORT`` on every
+object it creates; ``default`` leaves MPI's (fatal but for files)."""
+
+
+def set_rank_defaults(errors: str, *comm_states) -> None:
+    """At the rank's MPI initialisation: the handlers ``rc.errors`` names, as defaults of
+    each kind and on the predefined communicators (``comm_states``)."""
+    table = _handlers()
+    predefined = {"fatal": ERRORS_ARE_FATAL._obj, "abort": ERRORS_ABORT._obj}
+    table.defaults = {kind: predefined[h] for kind, h in _RC_DEFAULTS[errors].items()}
+    comm = table.defaults.get("Comm", _RETURN)
+    for state in comm_states:
+        table.of[state] = comm
+    if table.defaults:
+        _route_all()
 
 
 def inherit(parent_state, child_state) -> None:
@@ -199,7 +230,7 @@ def Create_errhandler(cls, errhandler_fn) -> Errhandler:
 
 def Get_errhandler(self) -> Errhandler:
     """Get the error handler of the object (a new reference)."""
-    return Errhandler._wrap(handler_of(self._errh_state()))
+    return Errhandler._wrap(handler_of(self._errh_state(), self._errh_kind))
 
 
 def Set_errhandler(self, errhandler: Errhandler) -> None:
@@ -207,24 +238,20 @@ def Set_errhandler(self, errhandler: Errhandler) -> None:
 
     The first handler other than ``ERRORS_RETURN`` a program installs switches error
     routing on (see ``routes_errors``)."""
-    global _routing
     if not isinstance(errhandler, Errhandler):
         raise TypeError(f"expected Errhandler, got {type(errhandler).__name__}")
     obj = errhandler._obj
     if obj is None or (obj.action == "user" and obj.kind != self._errh_kind):
         raise Exception(_ERR_ARG)
     _handlers().of[self._errh_state()] = obj
-    if obj is not _RETURN and not _routing:
-        _routing = True
-        for root in _ROUTED:
-            for cls in (root, *_subclasses(root)):
-                _route(cls)
+    if obj is not _RETURN:
+        _route_all()
 
 
 def Call_errhandler(self, errorcode: int) -> None:
     """Invoke the object's error handler on ``errorcode`` (``ERRORS_RETURN``: nothing)."""
     state = self._errh_state()
-    obj = handler_of(state)
+    obj = handler_of(state, self._errh_kind)
     if obj.action == "user":
         obj.fn(self, errorcode)
     elif obj.action in _HANDLER_NAMES and errorcode != _SUCCESS:
@@ -241,7 +268,7 @@ def _apply(obj, exc: Exception, call: str) -> None:
         state = obj._errh_state()
     except Exception:  # a null object: MPI applies COMM_WORLD's handler, ERRORS_RETURN here
         return
-    handler = handler_of(state)
+    handler = handler_of(state, obj._errh_kind)
     if handler.action == "user":
         handler.fn(obj, int(exc))
     elif handler.action in _HANDLER_NAMES:
@@ -266,6 +293,18 @@ def _routed(fn, name: str):
 _routing = False  # see routes_errors: off until a program installs another handler
 _ROUTED: list[type] = []
 """The classes declared with ``routes_errors`` (``Comm``, ``Win``, ``File``)."""
+
+
+def _route_all() -> None:
+    """Switch error routing on (once: it stays on for the process)."""
+    global _routing
+    if not _routing:
+        _routing = True
+        for root in _ROUTED:
+            for cls in (root, *_subclasses(root)):
+                _route(cls)
+
+
 _NOT_ROUTED = frozenset(
     {"Create_errhandler", "Get_errhandler", "Set_errhandler", "Call_errhandler"}
 )

@@ -20,7 +20,7 @@ from . import context
 from .constants import MAX_LENGTHS
 from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
-from .threads import Query_thread
+from .startup import Query_thread
 
 __all__ = ["INFO_ENV", "INFO_NULL", "GivenHints", "Info", "NAMES", "info_items"]
 

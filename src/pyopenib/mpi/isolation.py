@@ -117,6 +117,11 @@ class RankModules:
         if None in table.values():
             self.forget_missing()
 
+    def keep_private(self, name: str) -> None:
+        """Make ``name`` one of this (installed) rank's private modules, for a module a
+        program puts into ``sys.modules`` itself (``mpi4py.futures``' ``__worker__``)."""
+        self.table.setdefault(name, None)
+
     def forget_missing(self) -> None:
         for name in [name for name, module in self.table.items() if module is None]:
             del self.table[name]
@@ -162,6 +167,11 @@ class ModuleSpace:
         self.installed: RankModules | None = None
         self._ranks: dict = {}
         self.classifier = Classifier(self)
+
+    def keep_private(self, name: str) -> None:
+        """Make ``name`` private to the rank installed now (none: nothing to do)."""
+        if self.installed is not None:
+            self.installed.keep_private(name)
 
     def enter(self, glet, rank: RankModules) -> None:
         self._ranks[glet] = rank

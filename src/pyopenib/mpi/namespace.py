@@ -37,9 +37,10 @@ from .error_classes import ERR_LASTCODE, ERROR_CLASSES, ERROR_FUNCTIONS, Excepti
 from .memory import MEMORY_NAMES
 from .ops import OPS, Op
 from .request import Prequest, Request
+from .startup import Init, Init_thread, Is_initialized, Query_thread
 from .status import Status
 from .surface import embed_signature, missing_module_name
-from .threads import Init_thread, Is_thread_main, Query_thread
+from .threads import Is_thread_main
 
 __all__ = ["MPI4PY_VERSION", "build_mpi_module"]
 
@@ -62,19 +63,9 @@ def Get_processor_name() -> str:
     return context.current().hostname
 
 
-def Is_initialized() -> bool:
-    """Indicate whether ``Init`` has been called (always, in a rank)."""
-    context.current()
-    return True
-
-
 def Is_finalized() -> bool:
     """Indicate whether ``Finalize`` has completed."""
     return context.current().finalized
-
-
-def Init() -> None:
-    """MPI is initialised when the rank starts (as ``mpi4py.rc.initialize`` does)."""
 
 
 def Finalize() -> None:
@@ -183,9 +174,7 @@ def build_mpi_module() -> types.ModuleType:
         "Wtime",
         "Wtick",
         "Get_processor_name",
-        "Is_initialized",
         "Is_finalized",
-        "Init",
         "Finalize",
         "Get_version",
         "Get_library_version",
@@ -229,7 +218,9 @@ def build_mpi_module() -> types.ModuleType:
         COMM_NULL=Comm._of(None),
         REQUEST_NULL=Request(None),
         IN_PLACE=IN_PLACE,
+        Init=Init,
         Init_thread=Init_thread,
+        Is_initialized=Is_initialized,
         Query_thread=Query_thread,
         Is_thread_main=Is_thread_main,
         __getattr__=_module_getattr,

@@ -10,8 +10,10 @@ names to the pyopenib modules that implement them. ``Mpi4pyFinder`` serves every
 interpreter: they keep no per-job state) and installed under its mpi4py name; anything
 else is a ``ModuleNotFoundError``, never the real mpi4py's extension.
 
-Which ``rc`` options mean something here: ``threads`` and ``thread_level`` set the level
-``Query_thread`` reports (``threads``); the others are kept for the program to read.
+Each rank has its own package and ``rc`` (``rank_modules``; the runner makes them private
+to the rank, as a process has its own): ``import mpi4py.MPI`` reads the rank's ``rc``
+and ``MPI4PY_RC_*`` and initialises its MPI as they say (``startup``). The ``MPI``
+module itself is one for the job: its functions look the calling rank up.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ import types
 import warnings
 
 from ..errors import PyopenibError, register_topics
+from . import startup
 from .namespace import MPI4PY_VERSION, build_mpi_module
+from .pickling import PICKLE
 
-__all__ = ["Mpi4pyFinder", "Rc", "SUBMODULES", "build_modules", "program_command"]
+__all__ = ["Installed", "Mpi4pyFinder", "Rc", "SUBMODULES", "program_command", "rank_modules"]
 
 PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi4py_package")
 """The directory a job's ``mpi4py`` is in (``__path__``): its data files (stubs, ``.pxd``,
@@ -46,6 +50,13 @@ SUBMODULES: dict[str, str] = {
     "mpi4py.util.sync": "pyopenib.mpi.util_sync",
     "mpi4py.util.pool": "pyopenib.mpi.util_pool",
     "mpi4py.futures": "pyopenib.mpi.futures",
+    "mpi4py.futures._base": "pyopenib.mpi.futures._base",
+    "mpi4py.futures.aplus": "pyopenib.mpi.futures.aplus",
+    "mpi4py.futures._core": "pyopenib.mpi.futures._core",
+    "mpi4py.futures.pool": "pyopenib.mpi.futures.pool",
+    "mpi4py.futures.util": "pyopenib.mpi.futures.util",
+    "mpi4py.futures.server": "pyopenib.mpi.mpi4py_package.futures_server",
+    "mpi4py.futures.__main__": "pyopenib.mpi.mpi4py_package.futures_main",
 }
 """mpi4py's module name -> the pyopenib module that implements it. An entry whose module
 does not exist (yet) makes the import fail as an absent module would."""
@@ -58,6 +69,8 @@ PROGRAM_MODULES = {
     "mpi4py": "__main__.py",
     "mpi4py.run": "run.py",
     "mpi4py.bench": "mpi4py_bench.py",
+    "mpi4py.futures": "futures_main.py",
+    "mpi4py.futures.server": "futures_server.py",
 }
 """The modules of the package that run as programs (``python -m NAME``), by the file a
 rank runs as its ``__main__``."""
@@ -177,12 +190,14 @@ def profile(name, *, path=None) -> None:
 
 
 class _AliasLoader:
-    """Installs an already imported pyopenib module under its mpi4py name."""
+    """Installs an already imported pyopenib module under its mpi4py name (after
+    ``mpi4py.MPI``, which mpi4py's own submodules import first)."""
 
     def __init__(self, target: str):
         self.target = target
 
     def create_module(self, spec):
+        importlib.import_module("mpi4py.MPI")
         module = importlib.import_module(self.target)
         self.own_spec = module.__spec__
         return module
@@ -197,19 +212,61 @@ class _AliasLoader:
         return importlib.util.find_spec(self.target).loader.get_code(self.target)
 
 
+class _MpiLoader:
+    """``import mpi4py.MPI`` in a rank: the job's one ``MPI`` module, and the rank's
+    initialisation from its ``rc`` (``startup.bootstrap``), as mpi4py's extension does
+    when a process imports it."""
+
+    def __init__(self, mpi: types.ModuleType):
+        self.mpi = mpi
+
+    def create_module(self, spec):
+        return self.mpi
+
+    def exec_module(self, module):
+        pkg = sys.modules.get("mpi4py")
+        rc = getattr(pkg, "rc", None) if pkg is not None else None
+        startup.bootstrap(rc if isinstance(rc, Rc) else sys.modules.get("mpi4py.rc"), module)
+
+
+class _PackageLoader:
+    """An ``mpi4py`` subpackage with nothing of its own but its children (``_PACKAGES``)."""
+
+    def __init__(self, doc: str):
+        self.doc = doc
+
+    def create_module(self, spec):
+        return _package(spec.name, self.doc, None)
+
+    def exec_module(self, module):
+        pass
+
+
 class Mpi4pyFinder:
-    """Meta-path finder for ``mpi4py.*`` while a job runs (see the module docstring)."""
+    """Meta-path finder for ``mpi4py.*`` while a job runs (see the module docstring).
+    Every module it finds is private to the rank that imports it (``privatize``)."""
+
+    def __init__(self, mpi: types.ModuleType, privatize):
+        self.mpi = mpi
+        self.privatize = privatize
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith("mpi4py."):
             return None
-        module = SUBMODULES.get(fullname)
-        if module is None or importlib.util.find_spec(module) is None:
-            raise ModuleNotFoundError(
-                f"No module named {fullname!r} (pyopenib's mpi4py does not provide it)",
-                name=fullname,
-            )
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module))
+        if fullname == "mpi4py.MPI":
+            loader = _MpiLoader(self.mpi)
+        elif fullname in _PACKAGES:
+            loader = _PackageLoader(_PACKAGES[fullname])
+        else:
+            module = SUBMODULES.get(fullname)
+            if module is None or importlib.util.find_spec(module) is None:
+                raise ModuleNotFoundError(
+                    f"No module named {fullname!r} (pyopenib's mpi4py does not provide it)",
+                    name=fullname,
+                )
+            loader = _AliasLoader(module)
+        self.privatize(fullname)
+        return importlib.machinery.ModuleSpec(fullname, loader, is_package=fullname in _PACKAGES)
 
 
 def _package(name: str, doc: str, file: str | None) -> types.ModuleType:
@@ -222,9 +279,10 @@ def _package(name: str, doc: str, file: str | None) -> types.ModuleType:
     return module
 
 
-def build_modules() -> dict[str, types.ModuleType]:
-    """Fresh ``mpi4py``, ``mpi4py.MPI``, ``mpi4py.rc`` (and empty subpackages) for one
-    job, by their ``sys.modules`` names; ``mpi4py.rc`` is an ``Rc``, as in mpi4py."""
+def rank_modules() -> dict[str, types.ModuleType]:
+    """A fresh ``mpi4py`` package and ``mpi4py.rc`` (an ``Rc``, as in mpi4py) for one
+    rank, by their ``sys.modules`` names: each rank is a process with its own copy.
+    ``mpi4py.MPI`` and the submodules come when the rank imports them."""
     pkg = _package(
         "mpi4py", "pyopenib's MPI for Python: the mpi4py 4.x API, simulated.", PACKAGE_FILE
     )
@@ -234,35 +292,28 @@ def build_modules() -> dict[str, types.ModuleType]:
     pkg.get_include = get_include
     pkg.get_config = get_config
     pkg.profile = profile
-    mpi = build_mpi_module()
-    mpi.__package__ = "mpi4py"
-    pkg.MPI = mpi
-    modules = {"mpi4py": pkg, "mpi4py.MPI": mpi, "mpi4py.rc": pkg.rc}
-    for name, doc in _PACKAGES.items():
-        sub = _package(name, doc, None)
-        setattr(pkg, name.rpartition(".")[2], sub)
-        modules[name] = sub
-    return modules
+    return {"mpi4py": pkg, "mpi4py.rc": pkg.rc}
 
 
 class Installed:
-    """The job's ``mpi4py`` in ``sys.modules`` and its finder first on ``sys.meta_path``;
-    the interpreter's own ``mpi4py*`` modules (a real mpi4py the host imported) come back
-    when the job ends."""
+    """The job's ``mpi4py``: its one ``MPI`` module, each rank's package (``rank_modules``,
+    which the runner makes private to the rank) and the finder first on
+    ``sys.meta_path``; the interpreter's own ``mpi4py*`` modules (a real mpi4py the host
+    imported) are out of ``sys.modules`` during the job and come back when it ends.
+    ``privatize(name)`` makes a module the finder serves private to the importing rank."""
 
-    def __init__(self):
-        self.modules = build_modules()
-        self.finder = Mpi4pyFinder()
+    def __init__(self, privatize):
+        PICKLE.__init__()  # a job's processes start with mpi4py's serializer and settings
+        self.mpi = build_mpi_module()
+        self.mpi.__package__ = "mpi4py"
+        self.finder = Mpi4pyFinder(self.mpi, privatize)
 
-    @property
-    def rc(self) -> Rc:
-        return self.modules["mpi4py.rc"]
+    rank_modules = staticmethod(rank_modules)
 
     def __enter__(self):
         self.saved = {k: v for k, v in sys.modules.items() if _is_mpi4py(k)}
         for k in self.saved:
             del sys.modules[k]
-        sys.modules.update(self.modules)
         sys.meta_path.insert(0, self.finder)
         return self
 

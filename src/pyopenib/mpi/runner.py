@@ -42,7 +42,7 @@ from greenlet import GreenletExit, getcurrent
 from ..errors import TOPICS, PyopenibError, TransportError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context, package, sockets, threads
+from . import context, package, sockets, startup, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
 from .isolation import ModuleSpace, RankModules
@@ -88,6 +88,25 @@ register_topics(
             "status, thus causing\nthe job to be terminated. The first process to do so "
             "was:\n\n  Process name: [[1,{jobid}],{rank}]\n  Exit code:    {code}\n"
             f"  Simulated time: {{time}}\n{_RULE}"
+        ),
+        "mpi-rank-not-finalized": (
+            f"{_RULE}\nmpirun has exited due to process rank {{rank}} with PID 0 on\n"
+            "node {host} exiting improperly. There are three reasons this could occur:\n\n"
+            '1. this process did not call "init" before exiting, but others in\n'
+            "the job did. This can cause a job to hang indefinitely while it waits\n"
+            'for all processes to call "init". By rule, if one process calls "init",\n'
+            'then ALL processes must call "init" prior to termination.\n\n'
+            '2. this process called "init", but exited without calling "finalize".\n'
+            'By rule, all processes that call "init" MUST call "finalize" prior to\n'
+            'exiting or it will be considered an "abnormal termination"\n\n'
+            '3. this process called "MPI_Abort" or "orte_abort" and the mca parameter\n'
+            "orte_create_session_dirs is set to false. In this case, the run-time cannot\n"
+            "detect that the abort call was an abnormal termination. Hence, the only\n"
+            "error message you will receive is this one.\n\n"
+            "This may have caused other processes in the application to be\n"
+            "terminated by signals sent by mpirun (as reported here).\n\n"
+            "You can avoid this message by specifying -quiet on the mpirun command line.\n"
+            f"{_RULE}"
         ),
         "mpi-transport-failed": (
             "{report}\n"
@@ -175,6 +194,7 @@ class _Job:
             ctx.program = program
             ctx.on_start = on_start
             ctx.modules = RankModules(rank, program.path, program.argv)
+            ctx.modules.table.update(package.rank_modules())  # each process's own mpi4py
             ctx.world = CommState(0, group, vpid, ctx, "MPI_COMM_WORLD")
             ctx.self_comm = CommState(1, [rank], 0, ctx, "MPI_COMM_SELF")
             ctx.streams = {
@@ -228,6 +248,10 @@ class _Job:
                 self._end(
                     JobResult(exc.status, "failed", self.sim.now, rank), "mpi-rank-failed", ctx
                 )
+            while ctx.at_exit:  # last registered first, as ``atexit`` runs them
+                ctx.at_exit.pop()()
+            if startup.left_active(ctx):  # rc.finalize false, or Init without Finalize
+                self._end(JobResult(1, "failed", self.sim.now, rank), "mpi-rank-not-finalized", ctx)
             ctx.finalized = True
             self.finished[rank] = True
             if all(self.finished):
@@ -288,6 +312,7 @@ class _Job:
             self._report = TOPICS[topic].format(
                 jobid=ctx.jobid,
                 rank=ctx.world.rank,
+                host=ctx.hostname,
                 code=result.exit_code,
                 time=_format_time(result.sim_time_ps),
             )
@@ -351,7 +376,8 @@ class _gc_thresholds:  # noqa: N801 - used as a context manager, like contextlib
 
 
 class _Installed:
-    """Swap the interpreter-wide streams, argv and path a job needs, and put them back."""
+    """Swap the interpreter-wide streams, argv and path a job needs, and put them back,
+    with the environment as it was (a rank's ``os.environ`` changes are the job's)."""
 
     def __init__(self, path: str, argv, out, err):
         self.path = path
@@ -361,6 +387,7 @@ class _Installed:
 
     def __enter__(self):
         self.saved = (sys.stdout, sys.stderr, sys.argv, list(sys.path), os._exit)
+        self.environ = dict(os.environ)
         sys.stdout = Demux("stdout", self.out)
         sys.stderr = Demux("stderr", self.err)
         sys.argv = self.argv
@@ -370,6 +397,9 @@ class _Installed:
 
     def __exit__(self, *exc):
         sys.stdout, sys.stderr, sys.argv, sys.path[:], os._exit = self.saved
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
         return False
 
 
@@ -416,14 +446,16 @@ def run_job(
     with _gc_thresholds(GC_THRESHOLDS):
         btls = make_btls(sim, nprocs)
         hostnames = [f"node{r // ppn:03d}" for r in range(nprocs)]
-        # The mpi4py finder goes onto sys.meta_path after (so ahead of) the classifier.
+        # The classifier goes onto sys.meta_path after (so ahead of) the mpi4py finder,
+        # and the ranks' modules leave sys.modules before the host's mpi4py comes back.
+        space = ModuleSpace()
         with (
             _Installed(path, argv, out, err),
-            ModuleSpace() as space,
-            package.Installed() as mpi4py,
+            package.Installed(space.keep_private),
+            space,
             sockets.Cooperative(),
         ):
-            support = threads.ThreadSupport(mpi4py.rc)
+            support = threads.ThreadSupport()
             threads.activate(support)
             job = _Job(sim, btls, add_btls, out, err, tag_output, space, support)
             job.start([(world, 0)] * nprocs, btls, hostnames)

@@ -10,10 +10,9 @@ threads may run Python code (and ``Query_thread``/``Is_thread_main``, which MPI 
 from any thread); an MPI call from one raises ``ThreadLevelError`` naming the call and
 the level, before it touches anything.
 
-The level requested comes from ``mpi4py.rc`` as mpi4py reads it at initialisation:
-``rc.threads`` false means ``MPI_Init`` (``THREAD_SINGLE``), otherwise ``rc.thread_level``.
-A job's ``rc`` is one object for all ranks (``mpi4py`` is one package, as a site-package
-is one file for all processes), so the level is the job's.
+The level requested comes from the rank's ``mpi4py.rc`` as mpi4py reads it at
+initialisation (``startup``): ``rc.threads`` false means ``MPI_Init`` (``THREAD_SINGLE``),
+otherwise ``rc.thread_level``; ``Init_thread``/``Query_thread`` live there too.
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ __all__ = [
     "THREAD_SINGLE",
     "ThreadLevelError",
     "ThreadSupport",
-    "Init_thread",
     "Is_thread_main",
-    "Query_thread",
 ]
 
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = range(4)
@@ -45,12 +42,6 @@ LEVEL_NAMES = {
     THREAD_FUNNELED: "MPI_THREAD_FUNNELED",
     THREAD_SERIALIZED: "MPI_THREAD_SERIALIZED",
     THREAD_MULTIPLE: "MPI_THREAD_MULTIPLE",
-}
-_RC_LEVELS = {
-    "single": THREAD_SINGLE,
-    "funneled": THREAD_FUNNELED,
-    "serialized": THREAD_SERIALIZED,
-    "multiple": THREAD_MULTIPLE,
 }
 _ERR_OTHER = ERROR_CLASSES["ERR_OTHER"][0]
 _MPI_DIR = __file__.rpartition("/")[0] + "/"
@@ -101,22 +92,14 @@ class ThreadLevelError(Exception):
 
 
 class ThreadSupport:
-    """One job's thread level: the simulator's thread, and the level provided once the
-    program's ``mpi4py.rc`` has been read (at the first query or ``Init_thread``)."""
+    """One job's thread rules: the simulator's thread (the only one that may call MPI)
+    and the level provided, which each rank's initialisation sets (``startup``: the
+    level its ``rc`` asks for, capped at ``SUPPORTED``)."""
 
-    def __init__(self, rc):
-        self.rc = rc
+    def __init__(self):
         self.main_ident = threading.get_ident()
         self.main_name = threading.current_thread().name
-        self.provided: int | None = None
-
-    def level(self, required: int | None = None) -> int:
-        if self.provided is None:
-            if required is None:
-                rc = self.rc
-                required = _RC_LEVELS.get(rc.thread_level, THREAD_MULTIPLE) if rc.threads else 0
-            self.provided = min(required, SUPPORTED)
-        return self.provided
+        self.provided = SUPPORTED
 
     def forbidden(self) -> ThreadLevelError:
         """The error for a call from the current (non-main) thread, naming the MPI call
@@ -131,7 +114,7 @@ class ThreadSupport:
             elif call is not None:
                 break
             frame = frame.f_back
-        return ThreadLevelError(f"MPI.{call}", threading.current_thread().name, self.level())
+        return ThreadLevelError(f"MPI.{call}", threading.current_thread().name, self.provided)
 
 
 _ACTIVE: ThreadSupport | None = None
@@ -153,19 +136,6 @@ def active() -> ThreadSupport:
             "pyopenib's MPI was called outside a running job (run the program with `pyopenib run`)"
         )
     return _ACTIVE
-
-
-def Init_thread(required: int = THREAD_MULTIPLE) -> int:  # noqa: N802 - mpi4py's name
-    """Return the level of thread support provided: ``required`` capped at ``SUPPORTED``.
-
-    MPI is initialised when a rank starts, so this only fixes the level if nothing has
-    asked for it yet."""
-    return active().level(required)
-
-
-def Query_thread() -> int:  # noqa: N802
-    """Return the level of thread support provided."""
-    return active().level()
 
 
 def Is_thread_main() -> bool:  # noqa: N802

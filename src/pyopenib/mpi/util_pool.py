@@ -108,8 +108,8 @@ class Pool:
     def _collect(self, results, callback, error_callback):
         """A ``MapResult`` for the list of ``results``: built by a thread for a thread
         pool, lazily by the waiting rank for an MPI pool (its results need the rank)."""
-        if isinstance(self.executor, _futures._Pool):
-            future = _futures.Future(self.executor)
+        if isinstance(self.executor, _futures.MPIPoolExecutor):
+            future = _futures.Future()
             future._gather = results
             return MapResult(future, callback, error_callback)
         if self._collector is None:

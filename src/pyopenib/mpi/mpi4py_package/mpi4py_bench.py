@@ -4,9 +4,9 @@
 of ranks, timed) and ``pingpong`` (ranks 0 and 1, every power-of-two size, buffers or
 pickled objects, in-band or out-of-band with ``pkl5``), with mpi4py 4.1's options and
 output. Times are ``MPI.Wtime``: under pyopenib, simulated seconds of the modelled fabric.
-mpi4py's fourth command, ``futures`` (an ``MPIPoolExecutor`` throughput test over spawned
-workers), is not provided: pyopenib's executor runs on the job's fixed ranks and cannot
-spawn, so the command is refused by name.
+mpi4py's fourth command, ``futures`` (task throughput of an ``MPIPoolExecutor``, or of a
+process, thread or interpreter pool, over a sweep of task sizes), is not built yet: it is
+refused by name (``mpi4py.futures`` itself, spawning included, is provided).
 
 Every import of ``mpi4py`` happens in the commands, so the module is also the program a
 rank runs for ``-m mpi4py.bench`` (``package.program_command``). The file is not
@@ -291,7 +291,7 @@ def main(args=None) -> None:
     if command is None:
         if comm.Get_rank() == 0:
             if options.command == "futures":
-                parser.error("command 'futures' is not provided: pyopenib cannot spawn workers")
+                parser.error("command 'futures' is not provided by pyopenib's mpi4py.bench")
             parser.error(f"unknown command {options.command!r}")
         parser.exit(2)
     command(comm, options.args)
