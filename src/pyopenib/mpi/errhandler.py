@@ -29,6 +29,7 @@ from ..errors import TOPICS, register_topics
 from . import context
 from .error_classes import ERROR_CLASSES, Exception, error_string
 from .handles import HandleObject, MpiObject
+from .surface import embed_wrapper_signature
 
 __all__ = [
     "Call_errhandler",
@@ -287,6 +288,9 @@ def _routed(fn, name: str):
             raise
 
     method.__mpi_routed__ = True
+    # an inherited method wrapped onto the class becomes the class's own attribute: it
+    # reads as mpi4py's in ``help()`` like the class's other methods
+    embed_wrapper_signature(name, method, fn)
     return method
 
 

@@ -112,6 +112,15 @@ def embed_signature(name: str, attr) -> None:
     _EMBEDDED.add(target)  # an alias (``cancel = Cancel``) keeps the first name's line
 
 
+def embed_wrapper_signature(name: str, wrapper, wrapped) -> None:
+    """``embed_signature`` for a ``functools.wraps`` wrapper of ``wrapped``: its copied
+    docstring already has the line when ``wrapped``'s had."""
+    if wrapped in _EMBEDDED:
+        _EMBEDDED.add(wrapper)
+    else:
+        embed_signature(name, wrapper)
+
+
 _EMBEDDED: set = set()
 """Functions and properties given their line (they live as long as their classes)."""
 
