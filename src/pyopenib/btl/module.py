@@ -55,6 +55,7 @@ from .frag import (
     TAG_IB,
     UNSIGNALED,
     Frag,
+    FragBuffers,
 )
 from .interface import BtlLimits, BtlModule
 from .rcache import RegisteredMemory, RegistrationCache
@@ -64,6 +65,7 @@ from .srq import SharedRq
 __all__ = ["OpenibModule", "QpTraffic"]
 
 _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+_LOCAL = Access.LOCAL_WRITE
 _RKEY_BITS = 24
 _CONNECTED = EndpointState.CONNECTED
 _CLOSED = EndpointState.CLOSED
@@ -127,8 +129,9 @@ class OpenibModule(BtlModule):
         self._ep_by_qpn: dict[int, tuple[Endpoint, int]] = {}
         self._callbacks: dict[int, object] = {}
         self._free: list[list[Frag]] = [[] for _ in self.queues]
-        self._buf_size = [
-            HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN for q in self.queues
+        self._buffers = [
+            FragBuffers(self.pd, HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN, _LOCAL)
+            for q in self.queues
         ]
         self._fatal: TransportError | None = None
         self._frag_count = 0
@@ -208,7 +211,7 @@ class OpenibModule(BtlModule):
         """A new fragment for ``ep``: waits for the connection (opening it on first use),
         or goes through the credit flow's admission behind what already waits."""
         if ep.state != _CONNECTED:
-            ep.pending_lazy.append(frag)
+            ep.wait_for_connection(frag)
             if ep.state == _CLOSED:
                 self.connections.connect(ep)
             return
@@ -309,10 +312,9 @@ class OpenibModule(BtlModule):
             frag.kind = kind
             frag.order = q
             return frag
-        # np.empty: pages of a buffer nobody has written yet stay unallocated (a P queue
-        # of 256 x 64 KiB buffers per peer costs address space, not memory)
-        buf = np.empty(self._buf_size[q], dtype=np.uint8)
-        mr = self.pd.reg_mr(buf, Access.LOCAL_WRITE)
+        # pages of a buffer nobody has written yet stay unallocated (a P queue of
+        # 256 x 64 KiB buffers per peer costs address space, not memory)
+        buf, mr = self._buffers[q].take()
         self._frag_count += 1
         return Frag(kind, buf, mr, q, self._frag_count)
 
@@ -418,7 +420,7 @@ class OpenibModule(BtlModule):
         )
         if ep.pending_rdma or not qs.acquire_wqe():
             # no free WQE: wait on the put/get pending list (Open MPI's pending_put_frags)
-            ep.pending_rdma.append(wr)
+            ep.wait_for_rdma_wqe(wr)
             return
         self.post_rdma(ep, qs, wr)
 
