@@ -17,6 +17,7 @@ BENCHMARKS = [
     "mpi_pingpong",
     "smpi_ratio",
     "alltoall",
+    "startup",
     "registration_leak",
     "ctrl_c_faults",
     "reference_digests",

@@ -63,6 +63,7 @@ class _EndpointQp:
     """What every QP kind owns toward one peer: the verbs QP and its send side."""
 
     __slots__ = (
+        "ep",
         "index",
         "spec",
         "qp",
@@ -79,6 +80,7 @@ class _EndpointQp:
     )
 
     def __init__(self, index: int, spec, sd_wqe: int):
+        self.ep = None  # the Endpoint this QP state belongs to (set by it)
         self.index = index
         self.spec = spec
         self.qp = None  # the verbs QueuePair, once connection setup creates it
@@ -565,6 +567,7 @@ class Endpoint:
         self.qps = [make_qp_state(i, q, srqs[i]) for i, q in enumerate(queues)]
         credits_qp = credits_qp_index(queues)
         for s in self.qps:
+            s.ep = self
             s.carrier = s.credit_carrier(self.qps, credits_qp)
         self.remote_lid = 0
         self.peer_policy = peer_policy

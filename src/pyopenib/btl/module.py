@@ -126,7 +126,9 @@ class OpenibModule(BtlModule):
         self.pd = context.alloc_pd()
         self.cq = context.create_cq(min(settings.cq_size, device.max_cqe))
         self.endpoints: dict[int, Endpoint] = {}
-        self._ep_by_qpn: dict[int, tuple[Endpoint, int]] = {}
+        self._qp_owner: dict = {}
+        """qp_num -> the endpoint's state of that QP (``ep`` and ``index`` name the owner;
+        a (endpoint, index) tuple per QP was 64 bytes more per QP)."""
         self._callbacks: dict[int, object] = {}
         self._free: list[list[Frag]] = [[] for _ in self.queues]
         self._buffers = [
@@ -341,10 +343,15 @@ class OpenibModule(BtlModule):
 
     def own_qp(self, qp_num: int, ep: Endpoint, q: int) -> None:
         """Completions and async events naming ``qp_num`` are ``ep``'s, QP q."""
-        self._ep_by_qpn[qp_num] = (ep, q)
+        self._qp_owner[qp_num] = ep.qps[q]
 
     def disown_qp(self, qp_num: int) -> None:
-        self._ep_by_qpn.pop(qp_num, None)
+        self._qp_owner.pop(qp_num, None)
+
+    def _owner(self, qp_num: int) -> tuple[Endpoint, int] | None:
+        """(endpoint, QP index) owning ``qp_num``, or None for a QP not this module's."""
+        qs = self._qp_owner.get(qp_num)
+        return None if qs is None else (qs.ep, qs.index)
 
     # -- posting --------------------------------------------------------------------------
     def post_control(
@@ -551,7 +558,7 @@ class OpenibModule(BtlModule):
         self.credits.send_credits(ep, cqp)
 
     def _srq_endpoint(self, wc):
-        found = self._ep_by_qpn.get(wc.qp_num)
+        found = self._owner(wc.qp_num)
         if found is None:
             raise RuntimeError(f"SRQ completion for unknown QP {wc.qp_num}")
         return found
@@ -562,7 +569,7 @@ class OpenibModule(BtlModule):
             return
         ep = frag.ep if isinstance(frag, Frag) else None
         if ep is None:
-            ep, _ = self._ep_by_qpn.get(wc.qp_num, (None, 0))
+            ep, _ = self._owner(wc.qp_num) or (None, 0)
         self._fail(ep, wc.qp_num, wc.status.name, f"work completion status {wc.status.name}")
 
     def _on_async(self, event) -> None:
@@ -573,7 +580,7 @@ class OpenibModule(BtlModule):
                 self.credits.srq_limit_reached(srq)
             return
         if self._fatal is None and kind in (AsyncEventType.QP_FATAL, AsyncEventType.CQ_ERR):
-            owned = self._ep_by_qpn.get(event.qp_num)
+            owned = self._owner(event.qp_num)
             if owned is None and kind == AsyncEventType.QP_FATAL:
                 # not a live QP of this module: a neighbour process's on the shared NIC,
                 # or one this module retired itself; neither is this process's failure
@@ -584,7 +591,7 @@ class OpenibModule(BtlModule):
         self.wake()
 
     def _fail(self, ep, qp_num: int, status: str, detail: str) -> None:
-        q = self._ep_by_qpn.get(qp_num, (None, -1))[1]
+        q = (self._owner(qp_num) or (None, -1))[1]
         if ep is not None:
             ep.state = EndpointState.FAILED
         report = failure_report(self, ep, q, status, detail)
