@@ -16,11 +16,13 @@ BENCHMARKS = [
     "policy_cost",
     "mpi_pingpong",
     "smpi_ratio",
+    "message_cost",
     "alltoall",
     "startup",
     "registration_leak",
     "ctrl_c_faults",
     "reference_digests",
+    "fidelity",
     "mpi4py_suite",
     "mpi4py_demos",
 ]

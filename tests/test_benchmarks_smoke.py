@@ -54,3 +54,15 @@ def test_smpi_ratio_pyopenib_twin_reports_the_line_the_benchmark_checks():
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
     match = ratio.OUTPUT.search(done.stdout)
     assert match and int(match.group(1)) == 50 and float(match.group(2)) > 0
+
+
+def test_message_cost_counts_every_layer_of_one_message():
+    """``message_cost`` attributes a ping-pong message's calls to every layer it crosses,
+    and every heap entry it counts is one callback run (no timing is asserted)."""
+    cost = _run_all().load("message_cost")
+    m = cost.measure(round_trips=20)
+    assert m["messages"] == 40
+    assert m["pushed"] == m["ran"] > 0
+    assert m["switches"] > 0
+    assert {"mpi", "pml", "btl", "verbs", "hw", "sim"} <= set(m["layers"])
+    assert m["calls"] == sum(n for n, _ in m["layers"].values())

@@ -29,10 +29,13 @@ def shipped():
 @pytest.mark.parametrize("key", sorted(MODELS))
 def test_device_model_maps_to_its_ini_section_and_the_credits_rule(shipped, key):
     model = MODELS[key]
+    # a variant (e.g. a ConnectX's RoCE personality) has its primary's PCI ids, so the
+    # INI gives it the primary's values: the rule applies to the primary
+    rule = MODELS[model.get("variant_of", key)]
     wants_own = (
-        model["transport"] == "iwarp"
-        or model.get("work_queue") == "shared"
-        or model.get("link_layer") == "ethernet"
+        rule["transport"] == "iwarp"
+        or rule.get("work_queue") == "shared"
+        or rule.get("link_layer") == "ethernet"
     )
     for vendor in model["vendor_id"]:
         for part in model["vendor_part_ids"]:

@@ -61,23 +61,44 @@ def _ompi_sections() -> dict[str, tuple[set[int], set[int]]]:
 # --- the shipped data ---------------------------------------------------------------------
 
 
-def test_every_open_mpi_ini_section_has_a_model_with_the_same_pci_ids(models):
-    by_name = {m.name: m for m in models.values()}
+def test_every_open_mpi_ini_section_has_models_with_exactly_its_pci_ids(models):
+    # A section may be split between models (Hermon: ConnectX-2 and ConnectX-3), and a
+    # model may have variants with the same ids (RoCE ports); the ids of a section's
+    # primary models together are the section's, and each id finds a model of the section.
     sections = _ompi_sections()
     assert sections, "no sections parsed from Open MPI's INI"
+    primaries = [m for m in models.values() if not m.variant_of]
     for title, (vendors, parts) in sections.items():
-        assert title in by_name, f"no device model named {title!r}"
-        model = by_name[title]
-        assert set(model.vendor_id) == vendors, title
-        assert set(model.vendor_part_ids) == parts, title
-    assert len(models) == len(sections)
+        named = [m for m in primaries if m.name == title]
+        assert named, f"no device model named {title!r}"
+        for model in named:
+            assert set(model.vendor_id) == vendors, title
+        assert set().union(*(m.vendor_part_ids for m in named)) == parts, title
+        assert sum(len(m.vendor_part_ids) for m in named) == len(parts), title
+        for part in parts:  # a part two sections list (16) keeps the first one's model
+            owner = find_device_by_ids(min(vendors), part, models)
+            assert owner.name == title or part in sections[owner.name][1]
+    assert {m.name for m in models.values()} == set(sections)
+
+
+def test_variants_are_their_primary_adapter_on_another_port_type(models):
+    variants = {m.id: m for m in models.values() if m.variant_of}
+    assert set(variants) == {
+        "mellanox-connectx3-roce",
+        "mellanox-connectx4-roce",
+        "mellanox-connectx5-roce",
+    }
+    for m in variants.values():
+        primary = models[m.variant_of]
+        assert (m.transport, m.link_layer, primary.link_layer) == ("ib", "ethernet", "ib")
+        assert (m.name, m.vendor_part_ids) == (primary.name, primary.vendor_part_ids)
 
 
 def test_packaged_models_satisfy_the_schema(models):
     for m in models.values():
         assert m.transport in ("ib", "iwarp")
         assert m.link_layer in ("ib", "ethernet")
-        assert m.work_queue in ("shared", "split")
+        assert m.work_queue in ("shared", "firmware", "split")
         assert m.link_gbps > 0 and m.pcie_gbps > 0
         assert m.mtu_max in (256, 512, 1024, 2048, 4096)
         for field in INTERVALS:
@@ -218,7 +239,8 @@ def test_unknown_device_name_lists_valid_ids():
 def test_find_device_by_ids_matches_vendor_and_part(models):
     assert find_device_by_ids(0x1425, 0x0031).id == "chelsio-t3"
     assert find_device_by_ids(0x1425, 0x5410).id == "chelsio-t5"
-    assert find_device_by_ids(0x119F, 4099).id == "mellanox-hermon"
+    assert find_device_by_ids(0x119F, 4099).id == "mellanox-connectx3"
+    assert find_device_by_ids(0x15B3, 26428).id == "mellanox-hermon"
     assert find_device_by_ids(0x02C9, 23108).id == "mellanox-tavor"
     assert find_device_by_ids(0x1425, 23108) is None
     assert find_device_by_ids(0xDEAD, 0) is None
@@ -346,7 +368,7 @@ def test_wrong_type_is_refused_with_field_and_value(tmp_path, field, value):
         ("link_gbps", 0, "positive"),
         ("transport", "myrinet", "ib, iwarp"),
         ("link_layer", "fddi", "ib, ethernet"),
-        ("work_queue", "merged", "shared, split"),
+        ("work_queue", "merged", "shared, firmware, split"),
         ("mtu_max", 1500, "verbs MTU"),
         ("max_srq_wr", 16, "srq = false"),
         ("vendor_id", [-1], "between"),

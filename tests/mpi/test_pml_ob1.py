@@ -23,7 +23,7 @@ def _job(nprocs, *bodies):
 def _wait(pml, req):
     while not req.complete:
         if pml.progress() == 0:
-            pml.btl.wait_for_activity()
+            pml.wait_for_activity()
     return req
 
 

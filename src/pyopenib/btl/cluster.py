@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from ..config import CreditsPolicy, McaContext, check_peer_compatibility, effective_settings
 from ..errors import PyopenibError, register_topics
-from ..hw import get_device_model
-from ..verbs import attach_device, open_devices
+from ..verbs import attach_device, find_device, open_devices
 from .bml import Bml, openib_module
 from .module import OpenibModule
 from .sm import SmModule, SmNode
@@ -108,7 +107,7 @@ def build_job_btls(
             raise PyopenibError(
                 "btl-ppn-devices", a=first, da=names[first], b=r, db=name, host=r // ppn
             )
-    models = [get_device_model(n) for n in names[::ppn]]  # one per node
+    models = [find_device(n) for n in names[::ppn]]  # one per node
     ctx = mca
     settings = []
     cache = {}

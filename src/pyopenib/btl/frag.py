@@ -13,6 +13,8 @@ import struct
 
 import numpy as np
 
+from ..verbs import Sge
+
 __all__ = [
     "Frag",
     "FragBuffers",
@@ -71,6 +73,7 @@ class Frag:
         "eager",
         "unsignaled",
         "unsignaled_srq",
+        "_sges",
     )
 
     def __init__(self, kind: int, buf: np.ndarray, mr, qp: int, trace_id: int = -1):
@@ -90,6 +93,17 @@ class Frag:
         self.payload_len = 0
         self.unsignaled = 0  # unsignaled WQEs before this signaled one (returned with it)
         self.unsignaled_srq = 0  # ... and the SRQ credits they took
+        self._sges = None
+
+    def sges(self, length: int) -> tuple[Sge]:
+        """The scatter list of the buffer's first ``length`` bytes, kept for the next
+        post of the same length: an ``Sge`` is immutable, and building one costs more
+        than the rest of a small post."""
+        sges = self._sges
+        if sges is None or sges[0].length != length:
+            mr = self.mr
+            sges = self._sges = (Sge(mr.addr, length, mr.lkey),)
+        return sges
 
 
 CHUNK_BYTES = 4 << 20

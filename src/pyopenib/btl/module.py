@@ -70,6 +70,7 @@ _RKEY_BITS = 24
 _CONNECTED = EndpointState.CONNECTED
 _CLOSED = EndpointState.CLOSED
 _WRITE, _READ = WrOpcode.RDMA_WRITE, WrOpcode.RDMA_READ
+_BY_RING = Admission.BY_RING
 
 
 class QpTraffic:
@@ -131,6 +132,7 @@ class OpenibModule(BtlModule):
         a (endpoint, index) tuple per QP was 64 bytes more per QP)."""
         self._callbacks: dict[int, object] = {}
         self._free: list[list[Frag]] = [[] for _ in self.queues]
+        self._first_size = self.queues[0].size  # what fits queue 0 needs no search
         self._buffers = [
             FragBuffers(self.pd, HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN, _LOCAL)
             for q in self.queues
@@ -200,9 +202,11 @@ class OpenibModule(BtlModule):
         if ep is None or ep.state != _CONNECTED:
             return False
         n = len(payload)
-        qs = ep.qps[self._order_for(n)]
+        qs = ep.qps[0 if n <= self._first_size else self._order_for(n)]
+        if high_priority and self.eager.sendi(ep, qs, tag, payload, n):
+            return True  # through the ring, unsignaled: the common case, in one piece
         verdict = self.credits.admit(ep, qs, high_priority, n, True)
-        if verdict < Admission.BY_RING:
+        if verdict < _BY_RING:
             return False
         frag = self._send_frag(qs.index, tag, payload, n, None, high_priority)
         frag.ep = ep
@@ -273,7 +277,8 @@ class OpenibModule(BtlModule):
         return handled
 
     def wait_for_activity(self) -> None:
-        self._raise_if_failed()
+        if self._fatal is not None:
+            raise self._fatal
         if self.cq.entries or self.eager.any_pending():
             return
         self._activity = getcurrent()
@@ -365,15 +370,7 @@ class OpenibModule(BtlModule):
         frag.ep = ep
         flags = self.SIGNALED_INLINE if length <= self.qp_inline[order] else self.SIGNALED
         qs.carry_unsignaled(frag)
-        wr = SendWR(
-            frag,
-            opcode,
-            (Sge(frag.mr.addr, length, frag.mr.lkey),),
-            flags,
-            remote_addr=remote_addr,
-            rkey=rkey,
-        )
-        qs.qp.post_send(wr)
+        qs.qp.post_send(SendWR(frag, opcode, frag.sges(length), flags, 0, remote_addr, rkey))
 
     def post_frag(
         self,
@@ -399,8 +396,7 @@ class OpenibModule(BtlModule):
             self.traffic[q].unsignaled += 1
             qs.posted_unsignaled(not frag.eager)
             wr_id = UNSIGNALED
-        sge = (Sge(frag.mr.addr, frame, frag.mr.lkey),)
-        qs.qp.post_send(SendWR(wr_id, opcode, sge, flags, remote_addr=remote_addr, rkey=rkey))
+        qs.qp.post_send(SendWR(wr_id, opcode, frag.sges(frame), flags, 0, remote_addr, rkey))
         if wr_id is not frag:
             self._return_frag(frag)
 
@@ -443,9 +439,7 @@ class OpenibModule(BtlModule):
     def post_recv_frag(self, ep: Endpoint, order: int, frag: Frag) -> None:
         frag.ep = ep
         frag.order = order
-        ep.qps[order].qp.post_recv(
-            RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),))
-        )
+        ep.qps[order].qp.post_recv(RecvWR(frag, frag.sges(frag.buf.nbytes)))
 
     # -- completions ----------------------------------------------------------------------
     def _handle_wc(self, wc) -> None:
@@ -555,7 +549,7 @@ class OpenibModule(BtlModule):
             self.trace("credits_in", ep, qp=cqp, credits=credits, explicit=is_credit_msg)
         if credits or rcredits:
             self.credits.progress_no_credits_pending(ep)
-        self.credits.send_credits(ep, cqp)
+        self.credits.credits_due(ep, cs)  # send_credits(ep, cqp), one call fewer
 
     def _srq_endpoint(self, wc):
         found = self._owner(wc.qp_num)

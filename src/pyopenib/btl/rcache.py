@@ -181,10 +181,6 @@ class RegistrationCache:
         """Registrations a later transfer can find (grdma's VMA tree): in use or unused."""
         return sum(len(regs) for regs in self._by_owner.values())
 
-    @property
-    def unused_bytes(self) -> int:
-        return sum(reg.nbytes for reg in self._lru.values())
-
     # -- register / release -------------------------------------------------------------
     def register(self, buffer: np.ndarray) -> RegisteredMemory:
         """A registration covering ``buffer`` (found or new), with one more user."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -32,15 +32,24 @@ __all__ = [
     "LINK_LAYERS",
     "WORK_QUEUES",
     "VERBS_MTUS",
+    "PCIE_LANE_GBPS",
+    "with_slot",
 ]
 
 TRANSPORTS = ("ib", "iwarp")
 LINK_LAYERS = ("ib", "ethernet")
-# "shared": SQ and RQ work requests of a QP sit in ONE FIFO the NIC processes in order
-# (Chelsio T3); "split": independent send and receive engines.
-WORK_QUEUES = ("shared", "split")
+# "shared": SQ and RQ work requests of a QP sit in ONE FIFO the NIC processes in order,
+# a receive after the sends ahead have left the wire (Chelsio T3); "firmware": the HCA's
+# firmware processes a QP's doorbells in order, a receive after the sends ahead have been
+# processed (IBM eHCA); "split": independent send and receive engines.
+WORK_QUEUES = ("shared", "firmware", "split")
 # The values of enum ibv_mtu; iWARP devices report one too (Open MPI's INI sets it).
 VERBS_MTUS = (256, 512, 1024, 2048, 4096)
+PCIE_LANE_GBPS = {1: 2.0, 2: 4.0, 3: 8.0 * 128 / 130, 4: 16.0 * 128 / 130, 5: 32.0 * 128 / 130}
+"""Data rate of one PCIe lane per generation after line encoding (8b/10b up to gen2,
+128b/130b from gen3), before TLP and DLLP overhead, in Gb/s."""
+PCIE_LANES = (1, 2, 4, 8, 16, 32)
+_SLOT = re.compile(r"(?:gen(?P<gen>[1-5]))?\s*x(?P<lanes>\d+)\Z")
 
 register_topics(
     {
@@ -60,6 +69,7 @@ register_topics(
         "names device {other!r}",
         "device-model-empty": "{file}: no device models defined",
         "device-model-unknown": "unknown device {name!r}; valid device ids: {valid}",
+        "device-model-bad-slot": "device {device!r}: host slot {slot!r}: {reason}",
     }
 )
 
@@ -79,8 +89,9 @@ class DeviceModel:
     ``name``, ``vendor_id`` and ``vendor_part_ids`` are those of the device's section in
     Open MPI's ``mca-btl-openib-device-params.ini``, so the BTL finds its INI values.
     ``transport`` is what ``ibv_device.transport_type`` says (RoCE is ``ib`` over an
-    ``ethernet`` link layer). ``link_gbps`` and ``pcie_gbps`` are data rates after line
-    encoding. Durations are documented in docs/devices.md; the one-way latency of a small
+    ``ethernet`` link layer). ``link_gbps`` is a data rate after line encoding;
+    ``pcie_gbps`` the DMA rate the card reaches over its host bus (after encoding and
+    TLP overhead) in its own ``pcie_gen`` x ``pcie_lanes`` slot. Durations are documented in docs/devices.md; the one-way latency of a small
     SEND is host_post + pcie_latency + send_wqe + serialization + 2 * link_latency +
     switch_latency + pcie_latency + cqe + host_poll.
     """
@@ -110,6 +121,16 @@ class DeviceModel:
     cqe: Interval
     host_post: Interval
     host_poll: Interval
+    pcie_gen: int = 0
+    """The card's PCIe generation (0: not a PCIe device, ``pcie_gbps`` is its bus)."""
+    pcie_lanes: int = 0
+    """The card's PCIe link width (0 with ``pcie_gen`` 0)."""
+    slot: str = ""
+    """The host slot the card sits in when not its own (``gen3x8``); ``pcie_gbps`` is
+    then the rate of the link as trained (see ``with_slot``)."""
+    variant_of: str = ""
+    """The device this one is a variant of (same adapter and PCI ids, e.g. its RoCE
+    personality); ``find_device_by_ids`` returns the primary, as Open MPI's INI does."""
 
     @property
     def ps_per_byte(self) -> float:
@@ -153,6 +174,13 @@ _SCHEMA: dict[str, str] = {
     "max_cq_entries": "int",
     "pcie_gbps": "rate",
     **{f"{f}_ns": "interval" for f in _INTERVAL_FIELDS},
+}
+# optional file fields -> kind; an absent one keeps DeviceModel's default
+_OPTIONAL: dict[str, str] = {
+    "pcie_gen": "int",
+    "pcie_lanes": "int",
+    "slot": "str",
+    "variant_of": "str",
 }
 _CHOICES = {"transport": TRANSPORTS, "link_layer": LINK_LAYERS, "work_queue": WORK_QUEUES}
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
@@ -225,6 +253,10 @@ def _convert(where: _Where, device: str, field: str, kind: str, value):
             bad_value(f"must be a verbs MTU ({', '.join(map(str, VERBS_MTUS))})")
         if field in ("max_qp_wr", "max_cq_entries") and value == 0:
             bad_value("must be positive")
+        if field == "pcie_gen" and value not in (0, *PCIE_LANE_GBPS):
+            bad_value("must be a PCIe generation 1-5 (0: not a PCIe device)")
+        if field == "pcie_lanes" and value not in (0, *PCIE_LANES):
+            bad_value(f"must be a PCIe link width ({', '.join(map(str, PCIE_LANES))})")
         return value
     if kind == "rate":
         if not _is_number(value):
@@ -264,8 +296,8 @@ def _build(where: _Where, device: str, table) -> DeviceModel:
     if not _SLUG.match(device):
         raise PyopenibError("device-model-bad-id", where=where(device), device=device)
     for field in table:
-        if field not in _SCHEMA:
-            valid = ", ".join(_SCHEMA)
+        if field not in _SCHEMA and field not in _OPTIONAL:
+            valid = ", ".join([*_SCHEMA, *_OPTIONAL])
             _fail(where, device, field, "device-model-unknown-field", valid=valid)
     values: dict[str, object] = {"id": device}
     for field, kind in _SCHEMA.items():
@@ -275,8 +307,18 @@ def _build(where: _Where, device: str, table) -> DeviceModel:
             )
         name = field.removesuffix("_ns") if kind == "interval" else field
         values[name] = _convert(where, device, field, kind, table[field])
+    for field, kind in _OPTIONAL.items():
+        if field in table:
+            values[field] = _convert(where, device, field, kind, table[field])
+    slot = values.pop("slot", "")
     model = DeviceModel(**values)
     _check_consistency(where, model)
+    if slot:
+        try:
+            model = with_slot(model, slot)
+        except PyopenibError as exc:
+            reason = exc.facts["reason"]
+            _fail(where, device, "slot", "device-model-bad-value", value=slot, reason=reason)
     return model
 
 
@@ -291,10 +333,92 @@ def _check_consistency(where: _Where, m: DeviceModel) -> None:
             value=m.link_layer,
             reason="iWARP runs over TCP, so its link layer is ethernet",
         )
+    if (m.pcie_gen == 0) != (m.pcie_lanes == 0):
+        _fail(
+            where,
+            m.id,
+            "pcie_lanes" if m.pcie_gen else "pcie_gen",
+            "device-model-bad-value",
+            value=m.pcie_lanes if m.pcie_gen else m.pcie_gen,
+            reason="pcie_gen and pcie_lanes are given together (both 0: not a PCIe device)",
+        )
+    if m.pcie_gen and m.pcie_gbps > _raw_gbps(m.pcie_gen, m.pcie_lanes):
+        raw = _raw_gbps(m.pcie_gen, m.pcie_lanes)
+        _fail(
+            where,
+            m.id,
+            "pcie_gbps",
+            "device-model-bad-value",
+            value=m.pcie_gbps,
+            reason=f"above the {raw:g} Gb/s a PCIe gen{m.pcie_gen} x{m.pcie_lanes} link carries",
+        )
     if m.srq != (m.max_srq_wr > 0):
         reason = "must be > 0 when srq = true" if m.srq else "must be 0 when srq = false"
         _fail(
             where, m.id, "max_srq_wr", "device-model-bad-value", value=m.max_srq_wr, reason=reason
+        )
+
+
+def _raw_gbps(gen: int, lanes: int) -> float:
+    return PCIE_LANE_GBPS[gen] * lanes
+
+
+def with_slot(model: DeviceModel, slot: str) -> DeviceModel:
+    """``model`` in a host slot other than its own: ``gen3x8``, ``gen2 x16`` or ``x8`` (the
+    card's own generation). The link trains at the lower generation and the narrower
+    width of card and slot, as PCIe links do, and the DMA rate scales with the trained
+    link's raw rate: a gen3 x16 ConnectX-5 in a gen3 x8 slot has half its bus bandwidth,
+    a gen3 x8 card in an x16 slot no more than its own. The bus latency is unchanged."""
+    text = slot.strip().lower().replace(" ", "")
+    m = _SLOT.match(text)
+    if not model.pcie_gen:
+        raise PyopenibError(
+            "device-model-bad-slot",
+            device=model.id,
+            slot=slot,
+            reason="the device is not a PCIe card (its host bus is fixed)",
+        )
+    if m is None or int(m.group("lanes")) not in PCIE_LANES:
+        raise PyopenibError(
+            "device-model-bad-slot",
+            device=model.id,
+            slot=slot,
+            reason=f"expected gen<1-5>x<lanes> or x<lanes>, lanes one of "
+            f"{', '.join(map(str, PCIE_LANES))} (e.g. gen3x8)",
+        )
+    gen = min(int(m.group("gen") or model.pcie_gen), model.pcie_gen)
+    lanes = min(int(m.group("lanes")), model.pcie_lanes)
+    scale = _raw_gbps(gen, lanes) / _raw_gbps(model.pcie_gen, model.pcie_lanes)
+    trained = f"gen{gen}x{lanes}"
+    return replace(
+        model,
+        id=f"{model.id}@{trained}",
+        pcie_gbps=model.pcie_gbps * scale,
+        pcie_gen=gen,
+        pcie_lanes=lanes,
+        slot=trained,
+    )
+
+
+def _check_variants(where: _Where, models: dict[str, DeviceModel]) -> None:
+    """A variant names a primary device of the file, and is the same adapter: the same
+    INI section name and PCI ids (a RoCE personality, not another card)."""
+    for m in models.values():
+        if not m.variant_of:
+            continue
+        primary = models.get(m.variant_of)
+        if primary is None or primary.variant_of:
+            reason = "must name a device of this file that is not itself a variant"
+        elif (primary.name, primary.vendor_id, primary.vendor_part_ids) != (
+            m.name,
+            m.vendor_id,
+            m.vendor_part_ids,
+        ):
+            reason = f"must have the name, vendor_id and vendor_part_ids of {primary.id!r}"
+        else:
+            continue
+        _fail(
+            where, m.id, "variant_of", "device-model-bad-value", value=m.variant_of, reason=reason
         )
 
 
@@ -342,6 +466,7 @@ def _parse(file: str, text: str) -> dict[str, DeviceModel]:
     where = _Where(file, text)
     models = {device: _build(where, device, table) for device, table in data.items()}
     _check_names(where, models)
+    _check_variants(where, models)
     return models
 
 
@@ -354,12 +479,14 @@ def _packaged_models() -> dict[str, DeviceModel]:
 def get_device_model(
     name_or_alias: str, models: dict[str, DeviceModel] | None = None
 ) -> DeviceModel:
-    """The device with this id or alias (case-insensitive), e.g. ``connectx`` or ``T3``."""
+    """The device with this id or alias (case-insensitive), e.g. ``connectx`` or ``T3``;
+    ``NAME@SLOT`` puts it in another host slot (``connectx5@gen3x8``, see ``with_slot``)."""
     models = load_device_models() if models is None else models
-    key = name_or_alias.strip().casefold()
+    name, _, slot = name_or_alias.partition("@")
+    key = name.strip().casefold()
     for model in models.values():
         if key == model.id.casefold() or key in (a.casefold() for a in model.aliases):
-            return model
+            return with_slot(model, slot) if slot.strip() else model
     raise PyopenibError("device-model-unknown", name=name_or_alias, valid=", ".join(models))
 
 
@@ -373,6 +500,8 @@ def find_device_by_ids(
     """
     models = load_device_models() if models is None else models
     for model in models.values():
+        if model.variant_of:
+            continue  # the same card as its primary: the ids name the primary
         if vendor_id in model.vendor_id and part_id in model.vendor_part_ids:
             return model
     return None

@@ -17,7 +17,11 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
   wire, so a receive posted behind queued sends becomes usable only after those sends
   have left. This is the property that makes the credit race fatal on T3. The engine may
   fetch the next send's payload while the previous send transmits (``SEND_PREFETCH``),
-  which is how the T3 streams near link rate.
+  which is how the T3 streams near link rate. ``firmware`` (IBM eHCA): the HCA's
+  firmware works through each QP's doorbells in order, sends and receive posts alike,
+  so a receive posted behind queued sends becomes usable once those sends have been
+  processed (fetched and cut into packets), not once they have left: the same race,
+  with a smaller hole.
 * **Transport.** RC: reliable, in order per QP; a SEND consumes the oldest posted
   receive, which must be *usable*. When it is not: InfiniBand answers RNR NAK and the
   requester retries after ``min_rnr_timer`` up to ``rnr_retry`` times (7 = forever), then
@@ -32,9 +36,12 @@ What a device model decides here (all from ``DeviceModel`` data, no vendor subcl
   retry too) and drops what follows until the missing packet comes; duplicates are
   re-ACKed (a duplicate READ request is executed again). iWARP rides on TCP, which
   retransmits the same way; the model uses the same two knobs for it.
-* **Timing.** Doorbell (host_post + PCIe), per-WQE processing, DMA at PCIe rate,
-  serialization at link rate with per-packet round-robin arbitration between QPs,
-  completion write. Every duration goes through ``sim.duration`` (a choice point).
+* **Timing.** Doorbell (host_post + PCIe), per-WQE processing, DMA at PCIe rate (a read
+  is a round trip, a write is posted), serialization at link rate with per-packet
+  round-robin arbitration between QPs, completion write. Cut-through, not
+  store-and-forward: a message's first packet leaves once its bytes are read, later
+  packets as theirs are (``Packet.ready``), and the receiver writes each packet to host
+  memory as it arrives. Every duration goes through ``sim.duration`` (a choice point).
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from .memory import HwMr, MemoryTable
 from .packet import ACK, DATA, NAK_RNR, NAK_SEQ, READ_REQ, READ_RESP, TERMINATE, Packet
 from .pcie import PcieBus
 from .port import TransmitPort
-from .qp import HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, trace_id
+from .qp import HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, header_kind, trace_id
 from .requester import Requester
 from .responder import Responder
 from .work import (
@@ -104,11 +111,11 @@ class Nic:
         self._next_qpn = 0x40
         self._next_srq = 1
         iwarp = model.transport == "iwarp"
-        header_bytes = HEADER_BYTES["iwarp" if iwarp else "ib"]
+        header_bytes = HEADER_BYTES[header_kind(model.transport, model.link_layer)]
         self.memory = MemoryTable()
         self.pcie = PcieBus(sim, model)
         self.port = TransmitPort(self)
-        self.engine = WorkQueueEngine(self, header_bytes, model.work_queue == "shared")
+        self.engine = WorkQueueEngine(self, header_bytes, model.work_queue)
         self.requester = Requester(self)
         self.responder = Responder(self, header_bytes, iwarp)
         self.port.engine = self.engine

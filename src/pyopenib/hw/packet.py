@@ -4,7 +4,10 @@ isinstance chains; ``kind`` says what it is.
 A message (one SEND / RDMA WRITE / READ response) is cut into MTU-sized packets; only the
 last packet carries the message's bytes (the model copies them once), every packet
 carries its own wire size for serialization. ``wire_bytes`` includes the transport's
-header overhead (see ``nic.HEADER_BYTES``).
+header overhead (see ``nic.HEADER_BYTES``), ``nbytes`` the payload bytes it carries (what
+the receiver's DMA writes to host memory as it arrives), and ``ready`` when its payload has
+been read from host memory (cut-through: a packet may be cut before the later packets'
+bytes have crossed PCIe; the transmit port does not start it earlier).
 
 ``msn`` numbers messages and ``psn`` packets, as IB's BTH/AETH do: a requester's packets
 carry consecutive PSNs per QP, so a responder tells a duplicate (PSN below the expected
@@ -43,6 +46,8 @@ class Packet:
         "first",
         "last",
         "wire_bytes",
+        "nbytes",
+        "ready",
         "opcode",
         "payload",
         "msg_len",
@@ -61,6 +66,8 @@ class Packet:
         self.msn = msn
         self.psn = 0
         self.wire_bytes = wire_bytes
+        self.nbytes = 0
+        self.ready = 0
         self.first = True
         self.last = True
         self.opcode = 0

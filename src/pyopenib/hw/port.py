@@ -30,6 +30,7 @@ class TransmitPort:
         "ctrl",
         "active",
         "busy",
+        "wake_at",
         "engine",
         "requester",
     )
@@ -44,6 +45,8 @@ class TransmitPort:
         self.active: deque[HwQp] = deque()
         """QPs with packets ready, in round-robin order."""
         self.busy = False
+        self.wake_at = 0
+        """When the port wakes for a packet that was not ready (0: no wake-up pending)."""
         self.engine = None  # the NIC's WorkQueueEngine and Requester, wired by ``Nic``
         self.requester = None
 
@@ -62,20 +65,42 @@ class TransmitPort:
             self._next()
 
     def _next(self) -> None:
+        """Start serializing the next packet whose payload is ready: the oldest control
+        packet, else the next QP in round-robin order whose head packet is. A QP whose
+        head packet is still being read from host memory (cut-through) is passed over,
+        keeping its place; when nothing is ready the port wakes at the earliest ready
+        time."""
+        now = self.sim.now
         qp = None
-        if self.ctrl:
-            pkt = self.ctrl.popleft()
-        else:
+        pkt = None
+        ctrl = self.ctrl
+        wake = 0
+        if ctrl:
+            head = ctrl[0]
+            if head.ready <= now:
+                pkt = ctrl.popleft()
+            else:
+                wake = head.ready  # control packets stay in order (READ responses)
+        if pkt is None:
             active = self.active
-            while active:
-                qp = active.popleft()
-                tx = qp.tx
-                if tx.packets and not tx.paused:
+            for _ in range(len(active)):
+                candidate = active.popleft()
+                tx = candidate.tx
+                if not tx.packets or tx.paused:
+                    tx.in_arbiter = False
+                    continue
+                ready = tx.packets[0].ready
+                if ready <= now:
+                    qp = candidate
                     break
-                tx.in_arbiter = False
-                qp = None
+                active.append(candidate)  # not ready yet: keeps its turn for later
+                if wake == 0 or ready < wake:
+                    wake = ready
             if qp is None:
                 self.busy = False
+                if wake and (self.wake_at == 0 or wake < self.wake_at):
+                    self.wake_at = wake
+                    self.sim.schedule(wake - now, self._wake)
                 return
             packets = tx.packets
             pkt = packets.popleft()
@@ -85,6 +110,14 @@ class TransmitPort:
                 tx.in_arbiter = False
         self.busy = True
         self.sim.schedule(int(pkt.wire_bytes * self.ps_per_byte), self._done, pkt, qp)
+
+    def _wake(self) -> None:
+        """A packet passed over for not being ready is ready now (unless an earlier
+        wake-up replaced this one, or the port is already serializing)."""
+        if self.wake_at == self.sim.now:
+            self.wake_at = 0
+            if not self.busy:
+                self._next()
 
     def _done(self, pkt: Packet, qp: HwQp | None) -> None:
         nic = self.nic

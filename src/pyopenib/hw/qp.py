@@ -34,6 +34,7 @@ __all__ = [
     "HwSrq",
     "QpState",
     "HEADER_BYTES",
+    "header_kind",
     "rnr_timer_ps",
     "ack_timeout_ps",
     "SendQueue",
@@ -47,9 +48,20 @@ __all__ = [
     "flush_wc",
 ]
 
-HEADER_BYTES = {"ib": 26, "iwarp": 78}
-"""Per-packet wire overhead. IB: LRH 8 + BTH 12 + ICRC 4 + VCRC 2. iWARP over Ethernet:
-MAC 14 + FCS 4 + IPv4 20 + TCP 20 + MPA 2+4 (len, CRC) + DDP/RDMAP 14."""
+HEADER_BYTES = {"ib": 26, "roce": 62, "iwarp": 78}
+"""Per-packet wire overhead. IB: LRH 8 + BTH 12 + ICRC 4 + VCRC 2. RoCE v2: MAC 14 +
+FCS 4 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4. iWARP over Ethernet: MAC 14 + FCS 4 + IPv4 20
++ TCP 20 + MPA 2+4 (len, CRC) + DDP/RDMAP 14. (Ethernet's preamble and inter-frame gap,
+20 more, are left out of both, as in the calibration of the iWARP models.)"""
+
+
+def header_kind(transport: str, link_layer: str) -> str:
+    """The ``HEADER_BYTES`` key of a device: iWARP, RoCE (IB transport on Ethernet), IB."""
+    if transport == "iwarp":
+        return "iwarp"
+    return "roce" if link_layer == "ethernet" else "ib"
+
+
 ACK_PAYLOAD = 4  # AETH
 
 SEND_PREFETCH = 1
@@ -255,16 +267,18 @@ class WorkQueue(_LazyDeques):
     """What the work-queue engine processes: ``fifo`` is the send engine's queue on a
     ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one;
     ``leaving`` the MSNs of sends fetched but not yet fully on the wire (shared: a receive
-    entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order.
-    Both deques are created on first use; a ``split`` engine has no receive entry to hold
-    back, so it never records a leaving send and shares ``NEVER_LEAVING``."""
+    entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order,
+    ``last_emit`` its sends' cutting into packets in posting order. Both deques are
+    created on first use; a ``split`` engine has no receive entry to hold back, so it
+    never records a leaving send and shares ``NEVER_LEAVING``."""
 
-    __slots__ = ("fifo", "busy", "leaving", "last_doorbell")
+    __slots__ = ("fifo", "busy", "leaving", "last_doorbell", "last_emit")
     _DEQUES = frozenset(("fifo", "leaving"))
 
     def __init__(self, shared: bool = True):
         self.busy = False
         self.last_doorbell = 0
+        self.last_emit = 0  # split: when the last send is cut (sends are cut in order)
         if not shared:
             self.leaving = NEVER_LEAVING
 
@@ -305,10 +319,13 @@ class RequesterState(_LazyDeques):
         "resp_next",
         "rnr_naks_received",
         "retransmissions",
+        "dma_end",
     )
     _DEQUES = frozenset(("inflight",))
 
     def __init__(self):
+        self.dma_end = 0
+        """When the last READ response write to host memory lands (absolute ps)."""
         self.next_msn = 0
         self.next_psn = 0
         self.rto_idle = True  # nothing transmitted is waiting for an acknowledgement
@@ -333,9 +350,13 @@ class ResponderState:
         "cur_recv",
         "cur_write",
         "rnr_waiting",
+        "dma_end",
     )
 
     def __init__(self):
+        self.dma_end = 0
+        """When the QP's last receive DMA write lands (absolute ps): posted writes are
+        ordered, so no later packet's bytes, and no completion, land before it."""
         self.expected_msn = 0
         self.expected_psn = 0
         self.seq_nak_sent = False
@@ -407,7 +428,7 @@ class HwQp:
     def __getattr__(self, name: str):
         part = _PARTS.get(name)
         if part is WorkQueue:
-            value = WorkQueue(self.nic.model.work_queue == "shared")
+            value = WorkQueue(self.nic.engine.shared)  # the engine says what it records
         elif part is not None:
             value = part()
         elif name == "actor":  # the QP as trace events name it

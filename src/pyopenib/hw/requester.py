@@ -50,6 +50,12 @@ class Requester:
             return  # a gap inside the response: the transport timer re-issues the READ
         req.resp_msn = pkt.msn
         req.resp_next = pkt.psn + 1
+        # each response packet is written to host memory as it arrives (cut-through)
+        now = self.sim.now
+        end = now + self.pcie.dma(pkt.nbytes, False)
+        if end < req.dma_end:
+            end = req.dma_end  # posted writes land in order
+        req.dma_end = end
         if not pkt.last:
             return
         msg = self.inflight(qp, pkt.msn)
@@ -61,7 +67,7 @@ class Requester:
             self.nic.fail_send(qp, wr, WcStatus.LOC_PROT_ERR, "RDMA READ: bad local SGE")
             return
         msg.acked = True
-        self._retire(qp, self.pcie.dma(len(pkt.payload), False))
+        self._retire(qp, end - now)
 
     def inflight(self, qp: HwQp, msn: int) -> _Msg | None:
         """The unacknowledged message ``msn`` of ``qp`` (None: already retired)."""

@@ -90,17 +90,23 @@ class Responder:
                     return
                 resp.cur_write = mr
         resp.expected_psn = pkt.psn + 1
+        # cut-through: each packet's payload is written to host memory as it arrives
+        # (posted writes, in order), the completion after the last write has landed
+        now = self.sim.now
+        end = now + self.pcie.dma(pkt.nbytes, False)
+        if end < resp.dma_end:
+            end = resp.dma_end  # PCIe posted writes land in the order they were issued
+        resp.dma_end = end
         if not pkt.last:
             return
+        dma = end - now
         payload = pkt.payload
         length = pkt.msg_len
-        dma = self.pcie.dma(length, False)
         if opcode in _WRITES:
             mr = resp.cur_write
             off = pkt.remote_addr - mr.addr
-            mr.buffer[off : off + length] = np.frombuffer(payload, dtype=np.uint8)
-            if mr.on_remote_write is not None:
-                mr.on_remote_write()
+            # the host sees the bytes once the DMA write has landed, not on arrival
+            self.sim.schedule(dma, self._land_write, mr, off, payload)
         wr = resp.cur_recv
         if opcode in _CONSUMES_RECV:
             resp.cur_recv = None
@@ -171,6 +177,12 @@ class Responder:
         self.port.send_ctrl(self._ctrl_packet(qp, kind, msn, reason))
         self.nic.to_error(qp, reason)
 
+    def _land_write(self, mr, off: int, payload: bytes) -> None:
+        """An RDMA WRITE's bytes reach host memory (a CPU polling it sees them now)."""
+        mr.buffer[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        if mr.on_remote_write is not None:
+            mr.on_remote_write()
+
     def rx_read_req(self, qp: HwQp, pkt: Packet) -> None:
         if qp.state == _ERROR:
             return
@@ -189,15 +201,22 @@ class Responder:
             resp.expected_msn = pkt.msn + 1
         off = pkt.remote_addr - mr.addr
         data = mr.buffer[off : off + pkt.msg_len].tobytes()
-        self.sim.schedule(self.pcie.dma(len(data), True), self._send_read_resp, qp, pkt.msn, data)
+        # cut-through, as for a send: the first response packet leaves once its bytes
+        # are read, the others follow at bus rate
+        now = self.sim.now
+        base = self.pcie.stream(len(data), True, now)
+        first = min(len(data), qp.path_mtu)
+        delay = base + int(first * self.pcie.ps_per_byte) - now
+        self.sim.schedule(delay, self._send_read_resp, qp, pkt.msn, data, base)
 
-    def _send_read_resp(self, qp: HwQp, msn: int, data: bytes) -> None:
+    def _send_read_resp(self, qp: HwQp, msn: int, data: bytes, base: int) -> None:
         if qp.state == _ERROR:
             return
         mtu = qp.path_mtu
         n = max(1, (len(data) + mtu - 1) // mtu)
         lid = self.nic.lid
         send_ctrl = self.port.send_ctrl
+        ps_per_byte = self.pcie.ps_per_byte
         for i in range(n):
             chunk = min(mtu, len(data) - i * mtu) if data else 0
             wire = self.header_bytes + ACK_PAYLOAD + chunk
@@ -205,6 +224,9 @@ class Responder:
             pkt.psn = i
             pkt.first = i == 0
             pkt.last = i == n - 1
+            pkt.nbytes = chunk
+            if i:
+                pkt.ready = base + int((i * mtu + chunk) * ps_per_byte)
             if pkt.last:
                 pkt.payload = data
             send_ctrl(pkt)

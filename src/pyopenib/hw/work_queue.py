@@ -1,6 +1,7 @@
 """Work-queue engines of the NIC: posting (doorbells in order), the send engine of a
 ``split`` device, the single FIFO of a ``shared`` device (Chelsio T3: a receive entry is
-processed only after every send ahead of it has left), payload fetch and packetisation.
+processed only after every send ahead of it has left) or of a ``firmware`` device (IBM
+eHCA: after every send ahead of it has been processed), payload fetch and packetisation.
 
 Works on each QP's ``sq``, ``rq`` and ``wq`` state and hands packets to the transmit port
 (``TransmitPort.activate``); the requester's MSN/PSN counters advance as messages are cut."""
@@ -38,9 +39,19 @@ _ERROR = QpState.ERROR
 class WorkQueueEngine:
     """The NIC's work-queue engines (one per QP, sharing the NIC's PCIe and port)."""
 
-    __slots__ = ("nic", "sim", "model", "memory", "pcie", "port", "header_bytes", "shared")
+    __slots__ = (
+        "nic",
+        "sim",
+        "model",
+        "memory",
+        "pcie",
+        "port",
+        "header_bytes",
+        "shared",
+        "in_order_recv",
+    )
 
-    def __init__(self, nic, header_bytes: int, shared: bool):
+    def __init__(self, nic, header_bytes: int, work_queue: str):
         self.nic = nic
         self.sim = nic.sim
         self.model = nic.model
@@ -48,8 +59,14 @@ class WorkQueueEngine:
         self.pcie = nic.pcie
         self.port = nic.port
         self.header_bytes = header_bytes
-        self.shared = shared
-        """``shared`` work queue (Chelsio T3): sends and receive entries in one FIFO."""
+        self.shared = work_queue == "shared"
+        """``shared`` work queue (Chelsio T3): sends and receive entries in one FIFO, a
+        receive entry processed once every send ahead of it has left the wire."""
+        self.in_order_recv = work_queue != "split"
+        """Receive posts go through the QP's FIFO behind its sends: ``shared``, and
+        ``firmware`` (IBM eHCA: the HCA's firmware works through a QP's doorbells in
+        order, so a receive post is processed once the sends rung before it have been
+        processed, i.e. fetched and cut into packets, not once they have left)."""
 
     def _dur(self, label: str, interval) -> int:
         return self.sim.duration(label, interval[0], interval[1], interval[2])
@@ -81,7 +98,7 @@ class WorkQueueEngine:
         rq = qp.rq
         rq.entries.append(entry)
         m = self.model
-        if self.shared:
+        if self.in_order_recv:
             delay = self._dur("nic.doorbell", m.host_post) + self._dur("nic.pcie", m.pcie_latency)
             self.sim.schedule(self._in_order(qp, delay), self._doorbell_recv, qp, entry)
         else:
@@ -147,11 +164,31 @@ class WorkQueueEngine:
             return
         wr: SendWR = item
         sw = m.send_wqe
-        delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
+        wqe = delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
         sg_list = wr.sg_list
+        base = 0  # inline data and READ requests need no payload read
+        now = sim.now
         if wr.opcode != _READ and wr.inline_data is None and sg_list:
-            delay += self.pcie.dma(sg_list[0].length if len(sg_list) == 1 else wr.length, True)
-        sim.schedule(delay, self._emit, qp, wr)
+            # cut-through: the payload is read after the WQE, and the message is cut into
+            # packets once its first packet's bytes are in; the others follow at bus rate
+            length = sg_list[0].length if len(sg_list) == 1 else wr.length
+            base = self.pcie.stream(length, True, now + wqe)
+            first = length if length < qp.path_mtu else qp.path_mtu
+            delay = base + int(first * self.pcie.ps_per_byte) - now
+        if self.in_order_recv:
+            # shared / firmware: the engine works through the FIFO one WR at a time, so a
+            # receive entry behind this send waits for it (``_emit`` starts the next)
+            sim.schedule(delay, self._emit, qp, wr, base)
+            return
+        # split: the send engine takes the next WR once this WQE is processed, while this
+        # one's payload read is in flight (DMA reads overlap); messages are still cut in
+        # posting order
+        when = now + delay
+        if when < wq.last_emit:
+            when = wq.last_emit
+        wq.last_emit = when
+        sim.schedule(when - now, self._emit, qp, wr, base)
+        sim.schedule(wqe, self.next, qp)
 
     def _recv_processed(self, qp: HwQp, entry) -> None:
         entry[1] = True
@@ -160,8 +197,10 @@ class WorkQueueEngine:
             tr.emit("hw", "recv_usable", qp.actor, wr_id=trace_id(entry[0].wr_id))
         self.next(qp)
 
-    def _emit(self, qp: HwQp, wr: SendWR) -> None:
-        """The engine has the WR's data: cut it into packets and queue them for transmit."""
+    def _emit(self, qp: HwQp, wr: SendWR, base: int) -> None:
+        """The engine has the first packet's data: cut the WR into packets and queue them
+        for transmit, each ``ready`` when its payload has crossed PCIe (``base``: the
+        payload stream's start, see ``PcieBus.stream``; 0 when nothing was read)."""
         if qp.state == _ERROR:
             return
         opcode = wr.opcode
@@ -198,10 +237,12 @@ class WorkQueueEngine:
             pkt.rkey = wr.rkey
             pkt.imm_data = wr.imm_data
             pkt.payload = payload
+            pkt.nbytes = length
             msg.packets.append(pkt)
         else:
             length = len(payload)
             mtu = qp.path_mtu
+            ps_per_byte = self.pcie.ps_per_byte
             npkts = max(1, (length + mtu - 1) // mtu)
             psn = req.next_psn
             req.next_psn = psn + npkts
@@ -217,6 +258,9 @@ class WorkQueueEngine:
                 pkt.remote_addr = wr.remote_addr
                 pkt.rkey = wr.rkey
                 pkt.imm_data = wr.imm_data
+                pkt.nbytes = chunk
+                if base:
+                    pkt.ready = base + int((i * mtu + chunk) * ps_per_byte)
                 msg.packets.append(pkt)
             msg.packets[-1].payload = payload
         tr = self.sim.tracer
@@ -237,4 +281,5 @@ class WorkQueueEngine:
             self.port.activate(qp)
         if self.shared and opcode != _READ:
             qp.wq.leaving.append(msn)
-        self.next(qp)
+        if self.in_order_recv:
+            self.next(qp)

@@ -18,9 +18,10 @@ MPI semantics, as Open MPI 4.1 implements them and mpi4py wraps them:
   ``LASTUSEDCODE``; ``COMM_SELF`` has none (what ``mpirun`` shows).
 
 Keyvals belong to a rank (``KeyvalTable``), values to an object (``Attributes``). The
-classes that cache attributes mix in ``AttributeMethods`` and say where their object's
-``Attributes`` live; their constructors call ``copy_attributes`` on duplication and their
-``Free`` calls ``delete_attributes``.
+classes that cache attributes declare the methods below in their bodies, with their kind
+(``_attr_kind``) and where their object's ``Attributes`` live (``_attributes``); their
+constructors call ``copy_attributes`` on duplication and their ``Free`` calls
+``delete_attributes``.
 """
 
 from __future__ import annotations
@@ -41,20 +42,25 @@ from .constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from .errors import ERROR_CLASSES, Exception, codes_of
+from .error_classes import ERROR_CLASSES, Exception, codes_of
 
 __all__ = [
-    "AttributeMethods",
     "Attributes",
-    "CommAttributes",
-    "DatatypeAttributes",
+    "Create_keyval",
+    "Delete_attr",
+    "Free_keyval",
+    "Get_attr",
     "KeyvalRegistry",
     "KeyvalTable",
-    "WinAttributes",
+    "Set_attr",
     "attributes_of",
     "comm_attributes",
+    "comm_get_attr",
+    "comm_object_attributes",
     "copy_attributes",
+    "datatype_object_attributes",
     "delete_attributes",
+    "win_object_attributes",
 ]
 
 _ERR_KEYVAL = ERROR_CLASSES["ERR_KEYVAL"][0]
@@ -234,43 +240,42 @@ def delete_attributes(wrapper, attrs: Attributes | None) -> None:
         raise failed
 
 
-class AttributeMethods:
-    """``Create_keyval``/``Free_keyval``/``Get_attr``/``Set_attr``/``Delete_attr`` for a
-    class of kind ``_attr_kind`` whose objects give their ``Attributes`` by
-    ``_attributes()``."""
+# -- the attribute methods of Comm, Win and Datatype --------------------------------------
+# Each class declares them in its body (``Set_attr = attributes.Set_attr``); they read the
+# class's ``_attr_kind`` (the kind its keyvals are created for) and the object's
+# ``_attributes()`` (where its ``Attributes`` live).
 
-    __slots__ = ()
-    _attr_kind = "Comm"
 
-    def _attributes(self) -> Attributes:
-        raise NotImplementedError
+def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython: bool = False) -> int:
+    """Create a new attribute keyval for objects of this class."""
+    return keyvals().create(cls._attr_kind, copy_fn, delete_fn, nopython)
 
-    @classmethod
-    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython: bool = False) -> int:
-        """A new attribute keyval for objects of this class."""
-        return keyvals().create(cls._attr_kind, copy_fn, delete_fn, nopython)
 
-    @classmethod
-    def Free_keyval(cls, keyval: int) -> int:
-        """Free ``keyval``; returns ``KEYVAL_INVALID``."""
-        return keyvals().free(cls._attr_kind, keyval)
+def Free_keyval(cls, keyval: int) -> int:
+    """Free an attribute keyval; returns ``KEYVAL_INVALID``."""
+    return keyvals().free(cls._attr_kind, keyval)
 
-    def Get_attr(self, keyval: int):
-        """The value cached under ``keyval``, or None."""
-        kv = keyvals().lookup(keyval)
-        if kv.kind != self._attr_kind:
-            return None
-        return self._attributes().get(keyval)
 
-    def Set_attr(self, keyval: int, attrval) -> None:
-        kv = keyvals().lookup(keyval)
-        if kv.kind != self._attr_kind:
-            raise Exception(_ERR_OTHER)
-        self._attributes().set(self, keyval, kv, attrval)
+def Get_attr(self, keyval: int):
+    """Retrieve the attribute value cached under ``keyval``, or None."""
+    kv = keyvals().lookup(keyval)
+    if kv.kind != self._attr_kind:
+        return None
+    return self._attributes().get(keyval)
 
-    def Delete_attr(self, keyval: int) -> None:
-        keyvals().lookup(keyval)
-        self._attributes().delete(self, keyval)
+
+def Set_attr(self, keyval: int, attrval) -> None:
+    """Store an attribute value under ``keyval``."""
+    kv = keyvals().lookup(keyval)
+    if kv.kind != self._attr_kind:
+        raise Exception(_ERR_OTHER)
+    self._attributes().set(self, keyval, kv, attrval)
+
+
+def Delete_attr(self, keyval: int) -> None:
+    """Delete the attribute value cached under ``keyval``."""
+    keyvals().lookup(keyval)
+    self._attributes().delete(self, keyval)
 
 
 _STORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -306,46 +311,36 @@ def comm_attributes(state) -> Attributes:
     return attrs
 
 
-class CommAttributes(AttributeMethods):
-    """The attribute methods of ``MPI.Comm`` (its state is the rank's ``CommState``)."""
-
-    __slots__ = ()
-    _attr_kind = "Comm"
-
-    def _attributes(self) -> Attributes:
-        return comm_attributes(self._st())
-
-    def Get_attr(self, keyval: int):
-        value = super().Get_attr(keyval)
-        if keyval == LASTUSEDCODE and keyval in self._attributes().values:
-            return codes_of(context.current()).lastused
-        return value
+def comm_object_attributes(self) -> Attributes:
+    """The attributes of a ``Comm`` object: its rank state's."""
+    return comm_attributes(self._st())
 
 
-class WinAttributes(AttributeMethods):
-    """The attribute methods of ``MPI.Win`` for user keyvals (the window's own
-    ``Get_attr`` answers ``WIN_BASE``... and passes other keyvals here)."""
+def comm_get_attr(self, keyval: int):
+    """Retrieve the attribute value cached under ``keyval``, or None.
 
-    __slots__ = ()
-    _attr_kind = "Win"
+    ``LASTUSEDCODE`` on ``COMM_WORLD`` reads the rank's error codes when asked."""
+    value = Get_attr(self, keyval)
+    if keyval == LASTUSEDCODE and keyval in self._attributes().values:
+        return codes_of(context.current()).lastused
+    return value
 
-    def _attributes(self) -> Attributes:
-        return attributes_of(self._s())
+
+def win_object_attributes(self) -> Attributes:
+    """The attributes of a ``Win`` object for user keyvals.
+
+    The window's own ``Get_attr`` answers ``WIN_BASE``... and passes other keyvals on."""
+    return attributes_of(self._s())
 
 
-class DatatypeAttributes(AttributeMethods):
-    """The attribute methods of ``MPI.Datatype`` (the datatype object's ``attrs``)."""
-
-    __slots__ = ()
-    _attr_kind = "Datatype"
-
-    def _attributes(self) -> Attributes:
-        h = self._h
-        if h.predefined:
-            return _predefined_type_attributes(h)
-        if h.attrs is None:
-            h.attrs = Attributes()
-        return h.attrs
+def datatype_object_attributes(self) -> Attributes:
+    """The attributes of a ``Datatype`` object (its handle's ``attrs``)."""
+    h = self._h
+    if h.predefined:
+        return _predefined_type_attributes(h)
+    if h.attrs is None:
+        h.attrs = Attributes()
+    return h.attrs
 
 
 _RANK_TYPE_ATTRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -14,7 +14,7 @@ import weakref
 
 from . import pack
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 
 __all__ = ["BSEND_OVERHEAD", "Attach_buffer", "Detach_buffer", "pool"]
 

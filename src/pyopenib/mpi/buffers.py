@@ -26,7 +26,7 @@ import numpy as np
 
 from . import pack
 from .datatypes import DATATYPES, Datatype, from_format, lookup_code
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
 __all__ = [
@@ -235,7 +235,7 @@ class Message:
     unless the datatype is non-contiguous.
     """
 
-    __slots__ = ("data", "count", "datatype", "_mem", "_base", "_staged", "_total", "__weakref__")
+    __slots__ = ("data", "count", "datatype", "_mem", "_base", "staged", "_total", "__weakref__")
 
     def __init__(
         self, data: np.ndarray, count: int, datatype: Datatype, mem=None, base=0, staged=False
@@ -245,7 +245,8 @@ class Message:
         self.datatype = datatype
         self._mem = mem  # set when the layout is non-contiguous: data is a packed copy
         self._base = base
-        self._staged = staged
+        self.staged = staged
+        """Whether ``finish`` has work: a non-contiguous layout received into a packed area."""
         self._total = count
 
     def typed(self) -> np.ndarray:
@@ -258,7 +259,7 @@ class Message:
 
     def finish(self, nbytes: int | None = None) -> None:
         """Unpack the first ``nbytes`` received bytes (all by default) into place."""
-        if self._staged:
+        if self.staged:
             data = self.data.view(np.ndarray)
             if nbytes is not None:
                 data = data[:nbytes]
@@ -268,7 +269,7 @@ class Message:
     def finisher(self):
         """None for a contiguous layout; else ``f(pml_request)`` that unpacks what the
         request received (a nonblocking receive runs it when it completes)."""
-        if not self._staged:
+        if not self.staged:
             return None
         return lambda preq: self.finish(preq.count)
 

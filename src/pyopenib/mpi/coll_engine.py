@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ..pml import PmlRequest, describe
 from .context import current
-from .errors import Exception as MPIException
+from .error_classes import Exception as MPIException
 from .request import Operation
 from .status import empty_fields
 

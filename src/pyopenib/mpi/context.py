@@ -53,7 +53,6 @@ class RankContext:
         self._pml = pml
         self.thread_support = thread_support
         self._main_ident = thread_support.main_ident
-        self.btl = pml.btl
         self.hostname = hostname
         self.next_cid = 2
         self.blocked_in = None  # what the rank is blocked in: a label (see pml.describe)
@@ -106,13 +105,12 @@ class RankContext:
         if self.cpu_scale:
             self.charge_cpu()
         pml = self._pml
-        btl = self.btl
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call
         while not preq.complete:
             if pml.progress() == 0:
-                btl.wait_for_activity()
+                pml.wait_for_activity()
         self.blocked_in = outer
         if self.cpu_scale:
             self.resumed()
@@ -124,13 +122,12 @@ class RankContext:
             return
         self.charge_cpu()
         pml = self.pml
-        btl = self.btl
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call
         while not done():
             if pml.progress() == 0:
-                btl.wait_for_activity()
+                pml.wait_for_activity()
         self.blocked_in = outer
         self.resumed()
 

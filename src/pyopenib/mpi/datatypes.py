@@ -19,9 +19,10 @@ import weakref
 
 import numpy as np
 
+from . import attributes
 from . import pack as _pack
-from .attributes import DatatypeAttributes, copy_attributes, delete_attributes
-from .errors import ERROR_CLASSES, Exception
+from .attributes import copy_attributes, delete_attributes
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 from .typemap import KINDS, Typemap, concat, copies_at
 
@@ -31,6 +32,9 @@ __all__ = [
     "DATATYPE_FUNCTIONS",
     "Datatype",
     "NAMES",
+    "align_of",
+    "code_of",
+    "decoding",
     "from_format",
     "lookup_code",
 ]
@@ -67,6 +71,7 @@ COMBINERS = {
 }
 _COMBINER_NAMES = {code: name for name, code in COMBINERS.items()}
 _NAMED = COMBINERS["NAMED"]
+_DUP = COMBINERS["DUP"]
 
 DATATYPE_CONSTANTS: dict[str, int] = {
     "ORDER_C": ORDER_C,
@@ -100,7 +105,9 @@ def _index(value, what: str = "integer") -> int:
 
 
 def _ints(seq) -> list[int]:
-    return [_index(v) for v in seq]
+    """``seq`` as a list of ints (plain ints pass as they are: the common case, checked
+    without a call)."""
+    return [v if type(v) is int else _index(v) for v in seq]
 
 
 def _check_len(seq, n: int) -> list[int]:
@@ -175,6 +182,38 @@ class _Handle:
     def extent(self) -> int:
         return self.ub - self.lb
 
+    def copy(self, name: str) -> _Handle:
+        """A new handle with this one's layout and decoding but its own name, attributes
+        and commit state: what ``MPI_Type_get_contents`` returns for a derived type and
+        ``MPI_Type_dup`` starts from. Slot by slot, not by a ``setattr`` loop: ``decode``
+        of a nested type makes one per level, and mpi4py's dtlib decodes a lot."""
+        dup = _Handle.__new__(_Handle)
+        dup.fid = _Handle._next_fid
+        _Handle._next_fid += 1
+        dup.name = name
+        dup.valid = True
+        dup.size = self.size
+        dup.lb = self.lb
+        dup.ub = self.ub
+        dup.tlb = self.tlb
+        dup.tub = self.tub
+        dup.align = self.align
+        dup.user_lb = self.user_lb
+        dup.user_ub = self.user_ub
+        dup.combiner = self.combiner
+        dup.ints = self.ints
+        dup.addrs = self.addrs
+        dup.counts = self.counts
+        dup.types = self.types
+        dup.committed = False
+        dup.dtype = self.dtype
+        dup.char = dup.tstr = dup.code = None
+        dup.attrs = None
+        dup._build = self.typemap
+        dup._typemap = self._typemap
+        dup._dense = self._dense
+        return dup
+
     def typemap(self) -> Typemap:
         tm = self._typemap
         if tm is None:
@@ -218,8 +257,19 @@ class _Part:
         return self._make()
 
 
+_FEW_BLOCKS = 32
+"""Up to this many blocks, bounds are summed in plain Python: numpy's fixed cost per call
+(a few microseconds) outweighs its speed until the arrays are this long, and most derived
+types (a struct of a record's fields, a vector of a few rows) have a handful of blocks."""
+
+
 def _blocks(child: _Handle, displs, lengths, extent: int) -> _Part:
-    """Blocks of ``lengths[i]`` copies, ``extent`` apart, from byte ``displs[i]``."""
+    """Blocks of ``lengths[i]`` copies, ``extent`` apart, from byte ``displs[i]``.
+
+    ``displs`` and ``lengths`` are lists of ints (or arrays, for many blocks); they are
+    kept for ``shifts()`` and must not be changed afterwards."""
+    if len(lengths) <= _FEW_BLOCKS:
+        return _few_blocks(child, displs, lengths, extent)
     displs = np.asarray(displs, _I64).reshape(-1)
     lengths = np.asarray(lengths, _I64).reshape(-1)
     n = int(lengths.sum())
@@ -230,6 +280,42 @@ def _blocks(child: _Handle, displs, lengths, extent: int) -> _Part:
     lo = int((d + np.minimum(reach, 0)).min())
     hi = int((d + np.maximum(reach, 0)).max())
     return _Part(child, n, lo, hi, lambda: _block_shifts(displs, lengths, extent))
+
+
+def _block(child: _Handle, displ: int, length: int) -> _Part:
+    """One block of ``length`` copies of ``child`` from byte ``displ`` (a contiguous
+    type, a struct's member)."""
+    if length <= 0:
+        return _Part(child, 0, 0, 0, None)
+    extent = child.extent
+    reach = (length - 1) * extent
+    lo, hi = (displ + reach, displ) if reach < 0 else (displ, displ + reach)
+    return _Part(child, length, lo, hi, lambda: displ + np.arange(length, dtype=_I64) * extent)
+
+
+def _few_blocks(child: _Handle, displs, lengths, extent: int) -> _Part:
+    """``_blocks`` for a few blocks, the same bounds with Python ints."""
+    n = 0
+    lo = hi = None
+    for d, length in zip(displs, lengths, strict=True):
+        if length <= 0:
+            continue
+        n += length
+        reach = (length - 1) * extent
+        first, last = (d + reach, d) if reach < 0 else (d, d + reach)
+        if lo is None:
+            lo, hi = first, last
+        else:
+            lo, hi = min(lo, first), max(hi, last)
+    if n == 0:
+        return _Part(child, 0, 0, 0, None)
+    return _Part(
+        child,
+        n,
+        int(lo),
+        int(hi),
+        lambda: _block_shifts(np.asarray(displs, _I64), np.asarray(lengths, _I64), extent),
+    )
 
 
 def _grid(child: _Handle, sizes, indices, extent: int) -> _Part:
@@ -244,30 +330,43 @@ def _grid(child: _Handle, sizes, indices, extent: int) -> _Part:
 
 
 def _compose(h: _Handle, parts: list[_Part]) -> None:
-    """Set ``h``'s size and bounds from copies of child types at byte shifts."""
-    lbs_user, lbs, ubs_user, ubs, tlbs, tubs = [], [], [], [], [], []
+    """Set ``h``'s size and bounds from copies of child types at byte shifts.
+
+    The lowest lower bound and highest upper bound win, a sticky marker's over the
+    data's; the true bounds come from children with data. Kept as running extremes (not
+    lists to take the minimum of): this runs for every derived type made."""
     size = 0
     align = 1
+    lb = ub = user_lb = user_ub = tlb = tub = None
     for part in parts:
-        child, lo, hi = part.child, part.lo, part.hi
+        child = part.child
         if not part.n or child.size == 0 and not (child.user_lb or child.user_ub):
             continue
         size += part.n * child.size
-        align = max(align, child.align)
-        (lbs_user if child.user_lb else lbs).append(lo + child.lb)
-        (ubs_user if child.user_ub else ubs).append(hi + child.ub)
+        if child.align > align:
+            align = child.align
+        low, high = part.lo + child.lb, part.hi + child.ub
+        if child.user_lb:
+            user_lb = low if user_lb is None or low < user_lb else user_lb
+        else:
+            lb = low if lb is None or low < lb else lb
+        if child.user_ub:
+            user_ub = high if user_ub is None or high > user_ub else user_ub
+        else:
+            ub = high if ub is None or high > ub else ub
         if child.size:
-            tlbs.append(lo + child.tlb)
-            tubs.append(hi + child.tub)
+            low, high = part.lo + child.tlb, part.hi + child.tub
+            tlb = low if tlb is None or low < tlb else tlb
+            tub = high if tub is None or high > tub else tub
     h.size = size
     h.align = align
-    h.user_lb = bool(lbs_user)
-    h.user_ub = bool(ubs_user)
-    if lbs_user or lbs:
-        h.lb = min(lbs_user) if lbs_user else min(lbs)
-        h.ub = max(ubs_user) if ubs_user else max(ubs)
-    if tlbs:
-        h.tlb, h.tub = min(tlbs), max(tubs)
+    h.user_lb = user_lb is not None
+    h.user_ub = user_ub is not None
+    if user_lb is not None or lb is not None:
+        h.lb = user_lb if user_lb is not None else lb
+        h.ub = user_ub if user_ub is not None else ub
+    if tlb is not None:
+        h.tlb, h.tub = tlb, tub
     if not h.user_ub and (h.ub - h.lb) % align:
         h.ub += align - (h.ub - h.lb) % align
 
@@ -282,11 +381,17 @@ def _block_shifts(displs: np.ndarray, lengths: np.ndarray, extent: int) -> np.nd
     return np.repeat(displs, lengths) + within * extent
 
 
-def _derived(cls, combiner: str, parts, ints=(), addrs=(), counts=(), types=()):
+def _derived(cls, combiner: str, parts, ints=None, addrs=None, types=None):
+    """A new derived datatype of class ``cls`` made of ``parts``; ``ints``, ``addrs`` and
+    ``types`` are its decoding, lists the new handle keeps (callers pass fresh ones)."""
     h = _Handle("")
     h.combiner = COMBINERS[combiner]
-    h.ints, h.addrs, h.counts = list(ints), list(addrs), list(counts)
-    h.types = list(types)
+    if ints is not None:
+        h.ints = ints
+    if addrs is not None:
+        h.addrs = addrs
+    if types is not None:
+        h.types = types
     _compose(h, parts)
     # a reduction applies to a derived type whose data are all one basic type: its packed
     # stream is then an array of that type
@@ -339,11 +444,20 @@ def _darray_indices(gsize, distrib, darg, psize, coord) -> np.ndarray:
     raise _err(_ERR_ARG)
 
 
-class Datatype(DatatypeAttributes, metaclass=MpiClass):
+class Datatype(metaclass=MpiClass):
     """Datatype object (mpi4py 4.1's ``MPI.Datatype``)."""
 
     __slots__ = ("_h", "__weakref__")
     __module__ = "mpi4py.MPI"  # pickles name ``mpi4py.MPI.INT``, found in a job's MPI module
+
+    # -- attributes (attributes) ------------------------------------------------------------
+    _attr_kind = "Datatype"
+    _attributes = attributes.datatype_object_attributes
+    Create_keyval = classmethod(attributes.Create_keyval)
+    Free_keyval = classmethod(attributes.Free_keyval)
+    Get_attr = attributes.Get_attr
+    Set_attr = attributes.Set_attr
+    Delete_attr = attributes.Delete_attr
 
     def __new__(cls, datatype: Datatype | None = None):
         obj = object.__new__(cls)
@@ -489,13 +603,13 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     # -- constructors -----------------------------------------------------------------------
     def Dup(self) -> Datatype:
         """Duplicate the datatype (attributes copied by their copy functions)."""
-        old = self._valid()
-        h = _Handle(f"Dup {old.name}")
-        for attr in _COPIED[:8] + ("dtype",):
-            setattr(h, attr, getattr(old, attr))
-        h.combiner = COMBINERS["DUP"]
+        old = self._h
+        if not old.valid:
+            raise _err(_ERR_TYPE)
+        h = old.copy(f"Dup {old.name}")
+        h.combiner = _DUP
+        h.ints, h.addrs, h.counts = [], [], []
         h.types = [old]
-        h._build = old.typemap
         dup = _new(type(self), h)
         if old.attrs is not None:
             copy_attributes(self, old.attrs, dup._attributes())
@@ -511,7 +625,7 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
             raise _err(_ERR_COUNT)
         if count > _INT_MAX:
             return self._large_contiguous(old, count)
-        part = _blocks(old, [0], [count], old.extent)
+        part = _block(old, 0, count)
         return _derived(type(self), "CONTIGUOUS", [part], ints=[count], types=[old])
 
     def _large_contiguous(self, old: _Handle, count: int) -> Datatype:
@@ -529,8 +643,13 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         old = self._valid()
         if count < 0 or blocklength < 0:
             raise _err(_ERR_COUNT)
-        starts = np.arange(count, dtype=_I64) * stride_bytes
-        part = _blocks(old, starts, np.full(count, blocklength, _I64), old.extent)
+        if count <= _FEW_BLOCKS:
+            starts = [i * stride_bytes for i in range(count)]
+            lengths = [blocklength] * count
+        else:
+            starts = np.arange(count, dtype=_I64) * stride_bytes
+            lengths = np.full(count, blocklength, _I64)
+        part = _blocks(old, starts, lengths, old.extent)
         return _derived(type(self), combiner, [part], ints=ints, addrs=addrs, types=[old])
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
@@ -548,10 +667,14 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
     def _indexed(self, lengths, displs, unit, combiner, ints, addrs):
         old = self._valid()
-        lengths = np.array(lengths, _I64)
-        if (lengths < 0).any():
+        if any(length < 0 for length in lengths):
             raise _err(_ERR_COUNT)
-        part = _blocks(old, np.array(displs, _I64) * unit, lengths, old.extent)
+        if len(lengths) <= _FEW_BLOCKS:
+            starts = [d * unit for d in displs]
+        else:
+            starts = np.array(displs, _I64) * unit
+            lengths = np.array(lengths, _I64)
+        part = _blocks(old, starts, lengths, old.extent)
         return _derived(type(self), combiner, [part], ints=ints, addrs=addrs, types=[old])
 
     def Create_indexed(self, blocklengths, displacements) -> Datatype:
@@ -607,12 +730,13 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
         for t in types:
             if not isinstance(t, Datatype):
                 raise TypeError(f"Cannot convert {type(t).__name__} to mpi4py.MPI.Datatype")
-            handles.append(t._valid())
+            h = t._h
+            if not h.valid:
+                raise _err(_ERR_TYPE)
+            handles.append(h)
         if any(b < 0 for b in lengths):
             raise _err(_ERR_COUNT)
-        parts = [
-            _blocks(h, [d], [b], h.extent) for b, d, h in zip(lengths, displs, handles, strict=True)
-        ]
+        parts = [_block(h, d, b) for b, d, h in zip(lengths, displs, handles, strict=True)]
         return _derived(cls, "STRUCT", parts, ints=[n, *lengths], addrs=displs, types=handles)
 
     def Create_subarray(self, sizes, subsizes, starts, order: int = ORDER_C) -> Datatype:
@@ -786,56 +910,13 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
     def decode(self) -> tuple[Datatype, str, dict]:
         """Return the base datatype, the combiner and the arguments that built it."""
         h = self._valid()
-        name = _COMBINER_NAMES[h.combiner]
         if h.combiner == _NAMED:
-            return self, name, {}
-        i, a, _, types = self.Get_contents()
-        old = types[0] if len(types) == 1 else _NULL_TYPE
-        if name == "DUP":
-            params = {}
-        elif name == "CONTIGUOUS":
-            params = {"count": i[0]}
-        elif name == "VECTOR":
-            params = {"count": i[0], "blocklength": i[1], "stride": i[2]}
-        elif name == "HVECTOR":
-            params = {"count": i[0], "blocklength": i[1], "stride": a[0]}
-        elif name == "INDEXED":
-            n = i[0]
-            params = {"blocklengths": i[1 : n + 1], "displacements": i[n + 1 : 2 * n + 1]}
-        elif name == "HINDEXED":
-            params = {"blocklengths": i[1 : i[0] + 1], "displacements": a}
-        elif name == "INDEXED_BLOCK":
-            params = {"blocklength": i[1], "displacements": i[2 : i[0] + 2]}
-        elif name == "HINDEXED_BLOCK":
-            params = {"blocklength": i[1], "displacements": a}
-        elif name == "STRUCT":
-            params = {"blocklengths": i[1 : i[0] + 1], "displacements": a, "datatypes": types}
-        elif name == "SUBARRAY":
-            n = i[0]
-            params = {
-                "sizes": i[1 : n + 1],
-                "subsizes": i[n + 1 : 2 * n + 1],
-                "starts": i[2 * n + 1 : 3 * n + 1],
-                "order": i[3 * n + 1],
-            }
-        elif name == "DARRAY":
-            n = i[2]
-            params = {
-                "size": i[0],
-                "rank": i[1],
-                "gsizes": i[3 : n + 3],
-                "distribs": i[n + 3 : 2 * n + 3],
-                "dargs": i[2 * n + 3 : 3 * n + 3],
-                "psizes": i[3 * n + 3 : 4 * n + 3],
-                "order": i[4 * n + 3],
-            }
-        elif name == "RESIZED":
-            params = {"lb": a[0], "extent": a[1]}
-        elif name == "F90_INTEGER":
-            params = {"r": i[0]}
-        else:  # F90_REAL, F90_COMPLEX
-            params = {"p": i[0], "r": i[1]}
-        return old, name, params
+            return self, "NAMED", {}
+        _, name, params = decoding(h)
+        types = [_contents_ref(t) for t in h.types]
+        if name == "STRUCT":
+            params["datatypes"] = types
+        return (types[0] if len(types) == 1 else _NULL_TYPE), name, params
 
     # -- packing ----------------------------------------------------------------------------
     def Pack(self, inbuf, outbuf, position: int, comm) -> int:
@@ -970,27 +1051,9 @@ class Datatype(DatatypeAttributes, metaclass=MpiClass):
 
 def _codes(h: _Handle) -> tuple[str | None, str | None, str | None]:
     """(typechar, typestr, code) of a handle; a Dup has its base type's."""
-    while h.combiner == COMBINERS["DUP"]:
+    while h.combiner == _DUP:
         h = h.types[0]
     return h.char, h.tstr, h.code
-
-
-_COPIED = (
-    "size",
-    "lb",
-    "ub",
-    "tlb",
-    "tub",
-    "align",
-    "user_lb",
-    "user_ub",
-    "combiner",
-    "ints",
-    "addrs",
-    "counts",
-    "types",
-    "dtype",
-)
 
 
 def _contents_ref(h: _Handle) -> Datatype:
@@ -998,11 +1061,71 @@ def _contents_ref(h: _Handle) -> Datatype:
     as a fresh handle with the same layout and decoding (Open MPI returns a duplicate)."""
     if h.predefined:
         return _new(Datatype, h)
-    dup = _Handle(f"Dup {h.name}")
-    for attr in _COPIED:
-        setattr(dup, attr, getattr(h, attr))
-    dup._build = h.typemap
-    return _new(Datatype, dup)
+    return _new(Datatype, h.copy(f"Dup {h.name}"))
+
+
+def decoding(h: _Handle) -> tuple[_Handle | None, str, dict]:
+    """The base handle (None for a struct of several types, or a Fortran type), the
+    combiner's name and the arguments of a derived handle; a struct's ``datatypes`` are
+    its member handles.
+
+    ``decode`` hands these out as new references; code inside the package that only
+    reads a datatype's construction (``util_dtlib``'s walks) uses them as they are, and
+    makes no handles."""
+    name = _COMBINER_NAMES[h.combiner]
+    i, a = h.ints, h.addrs
+    if name == "NAMED":
+        return h, name, {}
+    if name == "DUP":
+        params = {}
+    elif name == "CONTIGUOUS":
+        params = {"count": i[0]}
+    elif name == "VECTOR":
+        params = {"count": i[0], "blocklength": i[1], "stride": i[2]}
+    elif name == "HVECTOR":
+        params = {"count": i[0], "blocklength": i[1], "stride": a[0]}
+    elif name == "INDEXED":
+        n = i[0]
+        params = {"blocklengths": i[1 : n + 1], "displacements": i[n + 1 : 2 * n + 1]}
+    elif name == "HINDEXED":
+        params = {"blocklengths": i[1 : i[0] + 1], "displacements": list(a)}
+    elif name == "INDEXED_BLOCK":
+        params = {"blocklength": i[1], "displacements": i[2 : i[0] + 2]}
+    elif name == "HINDEXED_BLOCK":
+        params = {"blocklength": i[1], "displacements": list(a)}
+    elif name == "STRUCT":
+        params = {
+            "blocklengths": i[1 : i[0] + 1],
+            "displacements": list(a),
+            "datatypes": list(h.types),
+        }
+    elif name == "SUBARRAY":
+        n = i[0]
+        params = {
+            "sizes": i[1 : n + 1],
+            "subsizes": i[n + 1 : 2 * n + 1],
+            "starts": i[2 * n + 1 : 3 * n + 1],
+            "order": i[3 * n + 1],
+        }
+    elif name == "DARRAY":
+        n = i[2]
+        params = {
+            "size": i[0],
+            "rank": i[1],
+            "gsizes": i[3 : n + 3],
+            "distribs": i[n + 3 : 2 * n + 3],
+            "dargs": i[2 * n + 3 : 3 * n + 3],
+            "psizes": i[3 * n + 3 : 4 * n + 3],
+            "order": i[4 * n + 3],
+        }
+    elif name == "RESIZED":
+        params = {"lb": a[0], "extent": a[1]}
+    elif name == "F90_INTEGER":
+        params = {"r": i[0]}
+    else:  # F90_REAL, F90_COMPLEX
+        params = {"p": i[0], "r": i[1]}
+    types = h.types
+    return (types[0] if len(types) == 1 else None), name, params
 
 
 def _datatype_create(datatype: Datatype, combiner: str, params: dict, free: bool = False):
@@ -1022,17 +1145,28 @@ def _datatype_decode(datatype: Datatype, mark: bool = False):
     return datatype.decode()
 
 
-def _typecode(datatype: Datatype) -> str | None:
-    return _codes(datatype._h)[2]
+def code_of(h: _Handle) -> str | None:
+    """The type code of a handle (``'i'``...), a Dup's its base type's; None if it has
+    none."""
+    return _codes(h)[2]
 
 
-def _typealign(datatype: Datatype) -> int | None:
-    h = datatype._h
-    while h.combiner == COMBINERS["DUP"]:
+def align_of(h: _Handle) -> int | None:
+    """The alignment of a predefined handle's basic type (a Dup's its base type's); None
+    for a derived type, as mpi4py's ``_typealign``."""
+    while h.combiner == _DUP:
         h = h.types[0]
     if h is _NULL or not h.predefined or h.char is None and h.dtype is None:
         return None
     return h.align
+
+
+def _typecode(datatype: Datatype) -> str | None:
+    return code_of(datatype._h)
+
+
+def _typealign(datatype: Datatype) -> int | None:
+    return align_of(datatype._h)
 
 
 def _check_datarep(datarep) -> None:

@@ -46,13 +46,13 @@ from dataclasses import dataclass
 
 from .coll_comms import CommState, comm_object
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .info import info_items
 from .launch import SpawnRefused, resolve_command, spawn_options
 from .ops import OPS
 from .status import ANY_SOURCE
 
-__all__ = ["DynamicComm", "DynamicIntracomm", "NAMES"]
+__all__ = ["NAMES"]
 
 _ERR = {name: code for name, (code, _) in ERROR_CLASSES.items()}
 _CONNECT_TAG = (1 << 30) + 1
@@ -312,101 +312,98 @@ def _join_key(fd: int):
 
 
 # -- communicator methods -----------------------------------------------------------------
-class DynamicComm:
-    """The dynamic-process methods every communicator class has (``Get_parent``,
-    ``Join``)."""
+def Get_parent(cls):
+    """Return the parent intercommunicator of this process.
 
-    __slots__ = ()
-
-    @classmethod
-    def Get_parent(cls):
-        """A spawned rank's intercommunicator to its parents (until it is freed or
-        disconnected); ``COMM_NULL`` in the launched job."""
-        parent = current().parent
-        return comm_object("inter", None if parent is None or parent.freed else parent)
-
-    @classmethod
-    def Join(cls, fd: int):
-        """Collective between the two ranks at the ends of the connected socket ``fd``."""
-        rc = current()
-        local, peer = _join_key(fd)
-        pending = _registry(rc).joins
-        partner = pending.pop((peer, local), None)
-        cid = max(rc.next_cid, 2)
-        if partner is None:  # the first end: wait for the other's request
-            pending[(local, peer)] = rc.rank
-            source, (remote, their_cid) = _recv(rc, ANY_SOURCE, _JOIN_TAG, "MPI_Comm_join")
-            _send(rc, source, _JOIN_TAG, ([rc.rank], cid))
-        else:
-            _send(rc, partner, _JOIN_TAG, ([rc.rank], cid))
-            _, (remote, their_cid) = _recv(rc, partner, _JOIN_TAG, "MPI_Comm_join")
-        return _intercomm(comm_object("intra", rc.self_comm), remote, max(cid, their_cid))
+    A spawned rank's intercommunicator to its parents (until it is freed or
+    disconnected); ``COMM_NULL`` in the launched job."""
+    parent = current().parent
+    return comm_object("inter", None if parent is None or parent.freed else parent)
 
 
-class DynamicIntracomm:
-    """``Accept``/``Connect`` and ``Spawn``/``Spawn_multiple`` of ``MPI.Intracomm``."""
+def Join(cls, fd: int):
+    """Collective between the two ranks at the ends of the connected socket ``fd``."""
+    rc = current()
+    local, peer = _join_key(fd)
+    pending = _registry(rc).joins
+    partner = pending.pop((peer, local), None)
+    cid = max(rc.next_cid, 2)
+    if partner is None:  # the first end: wait for the other's request
+        pending[(local, peer)] = rc.rank
+        source, (remote, their_cid) = _recv(rc, ANY_SOURCE, _JOIN_TAG, "MPI_Comm_join")
+        _send(rc, source, _JOIN_TAG, ([rc.rank], cid))
+    else:
+        _send(rc, partner, _JOIN_TAG, ([rc.rank], cid))
+        _, (remote, their_cid) = _recv(rc, partner, _JOIN_TAG, "MPI_Comm_join")
+    return _intercomm(comm_object("intra", rc.self_comm), remote, max(cid, their_cid))
 
-    __slots__ = ()
 
-    def Accept(self, port_name: str | None = None, info=None, root: int = 0):
-        st = self._st()
-        rc = st.rc
-        if not 0 <= root < len(st.group):
-            raise _error("ERR_ROOT")
-        cid = _agreed_cid(self)
-        reply = None
-        if st.rank == root:
-            port = _registry(rc).ports.get(port_name)
-            if port is None or port.owner != rc.rank:
-                raise _error("ERR_PORT")
-            source, remote, their_cid = _next_request(rc, port_name, port)
-            _send(rc, source, _REPLY_TAG, (list(st.group), cid))
-            reply = (remote, max(cid, their_cid))
-        remote, cid = self.bcast(reply, root=root)
-        return _intercomm(self, remote, cid)
+def Accept(self, port_name: str | None = None, info=None, root: int = 0):
+    """Accept a connection from a client (collective over this communicator)."""
+    st = self._st()
+    rc = st.rc
+    if not 0 <= root < len(st.group):
+        raise _error("ERR_ROOT")
+    cid = _agreed_cid(self)
+    reply = None
+    if st.rank == root:
+        port = _registry(rc).ports.get(port_name)
+        if port is None or port.owner != rc.rank:
+            raise _error("ERR_PORT")
+        source, remote, their_cid = _next_request(rc, port_name, port)
+        _send(rc, source, _REPLY_TAG, (list(st.group), cid))
+        reply = (remote, max(cid, their_cid))
+    remote, cid = self.bcast(reply, root=root)
+    return _intercomm(self, remote, cid)
 
-    def Connect(self, port_name: str | None = None, info=None, root: int = 0):
-        st = self._st()
-        rc = st.rc
-        if not 0 <= root < len(st.group):
-            raise _error("ERR_ROOT")
-        cid = _agreed_cid(self)
-        reply = None
-        if st.rank == root:
-            port = _registry(rc).ports.get(port_name)
-            if port is None:
-                raise _error("ERR_PORT")
-            _send(rc, port.owner, _CONNECT_TAG, (port_name, list(st.group), cid))
-            _, (remote, their_cid) = _recv(rc, port.owner, _REPLY_TAG, "MPI_Comm_connect")
-            reply = (remote, max(cid, their_cid))
-        remote, cid = self.bcast(reply, root=root)
-        return _intercomm(self, remote, cid)
 
-    def Spawn(self, command, args=None, maxprocs: int = 1, info=None, root: int = 0, errcodes=None):
-        """``maxprocs`` copies of ``command`` (the arguments count at the root only)."""
-        maxprocs = int(maxprocs)
-        apps = None
-        if self.Get_rank() == root:
-            apps = [_App(command, _argv(args), maxprocs, info)]
-        inter = _spawn(self, apps, root)
-        if errcodes is not None:
-            errcodes[:] = [0] * maxprocs
-        return inter
+def Connect(self, port_name: str | None = None, info=None, root: int = 0):
+    """Connect to a server's port (collective over this communicator)."""
+    st = self._st()
+    rc = st.rc
+    if not 0 <= root < len(st.group):
+        raise _error("ERR_ROOT")
+    cid = _agreed_cid(self)
+    reply = None
+    if st.rank == root:
+        port = _registry(rc).ports.get(port_name)
+        if port is None:
+            raise _error("ERR_PORT")
+        _send(rc, port.owner, _CONNECT_TAG, (port_name, list(st.group), cid))
+        _, (remote, their_cid) = _recv(rc, port.owner, _REPLY_TAG, "MPI_Comm_connect")
+        reply = (remote, max(cid, their_cid))
+    remote, cid = self.bcast(reply, root=root)
+    return _intercomm(self, remote, cid)
 
-    def Spawn_multiple(
-        self, command, args=None, maxprocs=None, info=None, root: int = 0, errcodes=None
-    ):
-        """One job running several commands, ``MPI_APPNUM`` telling them apart."""
-        apps = None
-        if self.Get_rank() == root:
-            apps = _multiple_apps(command, args, maxprocs, info)
-            counts = [app.maxprocs for app in apps]
-        elif errcodes is not None:
-            counts = [int(n) for n in maxprocs]
-        inter = _spawn(self, apps, root)
-        if errcodes is not None:
-            errcodes[:] = [[0] * n for n in counts]
-        return inter
+
+def Spawn(self, command, args=None, maxprocs: int = 1, info=None, root: int = 0, errcodes=None):
+    """Spawn instances of a program (collective; MPI_Comm_spawn).
+
+    ``maxprocs`` copies of ``command`` (the arguments count at the root only)."""
+    maxprocs = int(maxprocs)
+    apps = None
+    if self.Get_rank() == root:
+        apps = [_App(command, _argv(args), maxprocs, info)]
+    inter = _spawn(self, apps, root)
+    if errcodes is not None:
+        errcodes[:] = [0] * maxprocs
+    return inter
+
+
+def Spawn_multiple(
+    self, command, args=None, maxprocs=None, info=None, root: int = 0, errcodes=None
+):
+    """One job running several commands, ``MPI_APPNUM`` telling them apart."""
+    apps = None
+    if self.Get_rank() == root:
+        apps = _multiple_apps(command, args, maxprocs, info)
+        counts = [app.maxprocs for app in apps]
+    elif errcodes is not None:
+        counts = [int(n) for n in maxprocs]
+    inter = _spawn(self, apps, root)
+    if errcodes is not None:
+        errcodes[:] = [[0] * n for n in counts]
+    return inter
 
 
 NAMES = {

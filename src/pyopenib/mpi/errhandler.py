@@ -11,8 +11,8 @@ after printing its ``*** An error occurred`` block; a user handler is called wit
 object and the code, then the call raises ``MPI.Exception`` (the code MPI returns).
 
 Handlers are per rank and per object: each rank's table maps an object's state to its
-handler (weakly, so a freed communicator takes its entry with it). Classes get the calls
-from ``ErrhandlerMethods``; ``RoutedErrors`` also sends every ``MPI.Exception`` their
+handler (weakly, so a freed communicator takes its entry with it). Classes declare the
+calls below in their bodies; ``routes_errors`` also sends every ``MPI.Exception`` their
 methods raise through the object's handler, as an MPI call does. mpi4py keeps
 32 slots for the functions of user handlers of each kind and never frees one (a process
 creates at most 32); the 33rd raises ``RuntimeError``.
@@ -27,21 +27,23 @@ import weakref
 
 from ..errors import TOPICS, register_topics
 from . import context
-from .errors import ERROR_CLASSES, Exception, error_string
+from .error_classes import ERROR_CLASSES, Exception, error_string
 from .handles import HandleObject, MpiObject
 
 __all__ = [
-    "CommErrhandlers",
+    "Call_errhandler",
+    "Create_errhandler",
     "ERRORS_ABORT",
     "ERRORS_ARE_FATAL",
     "ERRORS_RETURN",
     "ERRHANDLER_NULL",
     "Errhandler",
-    "ErrhandlerMethods",
-    "WinErrhandlers",
+    "Get_errhandler",
     "NAMES",
-    "RoutedErrors",
+    "Set_errhandler",
     "inherit",
+    "route_subclass",
+    "routes_errors",
 ]
 
 _ERR_ARG = ERROR_CLASSES["ERR_ARG"][0]
@@ -184,43 +186,50 @@ def _fatal(obj: ErrhandlerObject, state, code: int, call: str, kind: str):
     raise context.JobAborted(rc.rank, code, name)
 
 
-class ErrhandlerMethods:
-    """``Get/Set/Call_errhandler`` and ``Create_errhandler`` for a class whose objects
-    name their state with ``_errh_state()``; ``_errh_kind`` is mpi4py's class name."""
+# -- the error-handler methods of Comm, Win and File -------------------------------------
+# Each class declares them in its body (``Get_errhandler = errhandler.Get_errhandler``),
+# with ``_errh_kind`` (mpi4py's class name), ``_errh_noun`` (what Open MPI's fatal
+# message calls the object) and ``_errh_state()`` (the state its handler is kept for).
 
-    __slots__ = ()
-    _errh_kind = "Comm"
-    _errh_noun = "communicator"
 
-    def _errh_state(self):
-        raise NotImplementedError
+def Create_errhandler(cls, errhandler_fn) -> Errhandler:
+    """Create a new error handler for objects of this class: ``errhandler_fn(obj, code)``."""
+    return _create(cls._errh_kind, errhandler_fn)
 
-    @classmethod
-    def Create_errhandler(cls, errhandler_fn) -> Errhandler:
-        """A user error handler: ``errhandler_fn(obj, errorcode)``."""
-        return _create(cls._errh_kind, errhandler_fn)
 
-    def Get_errhandler(self) -> Errhandler:
-        """A new reference to the object's error handler."""
-        return Errhandler._wrap(handler_of(self._errh_state()))
+def Get_errhandler(self) -> Errhandler:
+    """Get the error handler of the object (a new reference)."""
+    return Errhandler._wrap(handler_of(self._errh_state()))
 
-    def Set_errhandler(self, errhandler: Errhandler) -> None:
-        if not isinstance(errhandler, Errhandler):
-            raise TypeError(f"expected Errhandler, got {type(errhandler).__name__}")
-        obj = errhandler._obj
-        if obj is None or (obj.action == "user" and obj.kind != self._errh_kind):
-            raise Exception(_ERR_ARG)
-        _handlers().of[self._errh_state()] = obj
 
-    def Call_errhandler(self, errorcode: int) -> None:
-        """Invoke the object's handler on ``errorcode`` (``ERRORS_RETURN``: nothing)."""
-        state = self._errh_state()
-        obj = handler_of(state)
-        if obj.action == "user":
-            obj.fn(self, errorcode)
-        elif obj.action in _HANDLER_NAMES and errorcode != _SUCCESS:
-            call = f"MPI_{self._errh_kind}_call_errhandler"
-            _fatal(obj, state, errorcode, call, self._errh_noun)
+def Set_errhandler(self, errhandler: Errhandler) -> None:
+    """Set the error handler of the object.
+
+    The first handler other than ``ERRORS_RETURN`` a program installs switches error
+    routing on (see ``routes_errors``)."""
+    global _routing
+    if not isinstance(errhandler, Errhandler):
+        raise TypeError(f"expected Errhandler, got {type(errhandler).__name__}")
+    obj = errhandler._obj
+    if obj is None or (obj.action == "user" and obj.kind != self._errh_kind):
+        raise Exception(_ERR_ARG)
+    _handlers().of[self._errh_state()] = obj
+    if obj is not _RETURN and not _routing:
+        _routing = True
+        for root in _ROUTED:
+            for cls in (root, *_subclasses(root)):
+                _route(cls)
+
+
+def Call_errhandler(self, errorcode: int) -> None:
+    """Invoke the object's error handler on ``errorcode`` (``ERRORS_RETURN``: nothing)."""
+    state = self._errh_state()
+    obj = handler_of(state)
+    if obj.action == "user":
+        obj.fn(self, errorcode)
+    elif obj.action in _HANDLER_NAMES and errorcode != _SUCCESS:
+        call = f"MPI_{self._errh_kind}_call_errhandler"
+        _fatal(obj, state, errorcode, call, self._errh_noun)
 
 
 def _apply(obj, exc: Exception, call: str) -> None:
@@ -254,14 +263,19 @@ def _routed(fn, name: str):
     return method
 
 
-_routing = False  # see RoutedErrors: off until a program installs another handler
+_routing = False  # see routes_errors: off until a program installs another handler
+_ROUTED: list[type] = []
+"""The classes declared with ``routes_errors`` (``Comm``, ``Win``, ``File``)."""
+_NOT_ROUTED = frozenset(
+    {"Create_errhandler", "Get_errhandler", "Set_errhandler", "Call_errhandler"}
+)
 
 
 def _route(cls: type) -> None:
-    """Wrap every public method ``cls`` has (its mixins' too) with ``_routed``."""
+    """Wrap every public method ``cls`` has (its bases' too) with ``_routed``."""
     seen = set()
     for klass in cls.__mro__:
-        if klass is object or klass is ErrhandlerMethods:
+        if klass is object:
             continue
         for name, value in klass.__dict__.items():
             if name in seen or name.startswith("_") or name in _NOT_ROUTED:
@@ -279,55 +293,27 @@ def _subclasses(cls: type) -> list[type]:
     return found
 
 
-class RoutedErrors(ErrhandlerMethods):
-    """Every MPI method of a subclass sends the ``MPI.Exception`` it raises through the
-    object's error handler before it propagates, as an MPI call invokes the handler of
-    the communicator (window, file) it was given: a user handler runs, a fatal one ends
-    the job, ``ERRORS_RETURN`` lets the exception through.
+def routes_errors(cls: type) -> type:
+    """Class decorator: every MPI method of ``cls`` and of its subclasses sends the
+    ``MPI.Exception`` it raises through the object's error handler before it propagates,
+    as an MPI call invokes the handler of the communicator (window, file) it was given:
+    a user handler runs, a fatal one ends the job, ``ERRORS_RETURN`` lets the exception
+    through.
 
     The wrapping costs about half a microsecond per call, so it is switched on only when
     a program first installs a handler other than ``ERRORS_RETURN`` (until then every
     object has ``ERRORS_RETURN``, which lets exceptions through anyway): then every
-    subclass's methods are wrapped, and so are those of classes created later. The switch
-    stays on for the process."""
-
-    __slots__ = ()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if _routing:
-            _route(cls)
-
-    def Set_errhandler(self, errhandler: Errhandler) -> None:
-        global _routing
-        super().Set_errhandler(errhandler)
-        if errhandler._obj is not _RETURN and not _routing:
-            _routing = True
-            for cls in _subclasses(RoutedErrors):
-                _route(cls)
+    such class's methods are wrapped, and so are those of subclasses created later (their
+    ``__init_subclass__`` calls ``route_subclass``). The switch stays on for the process."""
+    _ROUTED.append(cls)
+    route_subclass(cls)
+    return cls
 
 
-_NOT_ROUTED = frozenset(ErrhandlerMethods.__dict__) | {"Set_errhandler"}
-
-
-class CommErrhandlers(RoutedErrors):
-    """The error-handler methods of ``MPI.Comm`` (its state is the rank's ``CommState``)."""
-
-    __slots__ = ()
-
-    def _errh_state(self):
-        return self._st()
-
-
-class WinErrhandlers(RoutedErrors):
-    """The error-handler methods of ``MPI.Win`` (its state is the rank's window state)."""
-
-    __slots__ = ()
-    _errh_kind = "Win"
-    _errh_noun = "window"
-
-    def _errh_state(self):
-        return self._s()
+def route_subclass(cls: type) -> None:
+    """Wrap a class made after routing was switched on (a program's subclass)."""
+    if _routing:
+        _route(cls)
 
 
 NAMES = {

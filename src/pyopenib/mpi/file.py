@@ -36,13 +36,12 @@ import weakref
 
 import numpy as np
 
-from . import pack
+from . import errhandler, pack
 from .buffers import message
 from .comm import Comm
 from .constants import IO_MODES
 from .datatypes import DATATYPES
-from .errhandler import RoutedErrors
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .info import GivenHints
 from .request import completed_request
@@ -222,18 +221,31 @@ class _NullFile:
 _NULL_FILE = _NullFile()
 
 
-class File(RoutedErrors, GivenHints, HandleObject):
+@errhandler.routes_errors
+class File(GivenHints, HandleObject):
     """File I/O context."""
 
     __slots__ = ()
     __module__ = "mpi4py.MPI"
     _constants: dict = {}
     _null_name = "FILE_NULL"
+
+    # -- error handlers (errhandler) ----------------------------------------------------
     _errh_kind = "File"
     _errh_noun = "file"
 
     def _errh_state(self):
         return _NULL_FILE if self._obj is None else self._obj
+
+    Create_errhandler = classmethod(errhandler.Create_errhandler)
+    Get_errhandler = errhandler.Get_errhandler
+    Set_errhandler = errhandler.Set_errhandler
+    Call_errhandler = errhandler.Call_errhandler
+
+    def __init_subclass__(cls, **kwargs):
+        """Route a subclass's errors too once routing is on (``errhandler.routes_errors``)."""
+        super().__init_subclass__(**kwargs)
+        errhandler.route_subclass(cls)
 
     def _s(self) -> FileState:
         f = self._obj

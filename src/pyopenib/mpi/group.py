@@ -10,7 +10,7 @@ over real Open MPI + mpi4py. Groups are local objects: no call here communicates
 from __future__ import annotations
 
 from . import context
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .status import PROC_NULL, UNDEFINED
 

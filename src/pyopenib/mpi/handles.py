@@ -31,7 +31,7 @@ import itertools
 import weakref
 
 from .context import lookup
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
 __all__ = ["HandleObject", "MpiObject"]

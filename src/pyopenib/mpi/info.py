@@ -18,7 +18,7 @@ import sys
 
 from . import context
 from .constants import MAX_LENGTHS
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .threads import Query_thread
 

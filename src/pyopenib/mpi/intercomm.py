@@ -18,7 +18,7 @@ from .coll_engine import Channel, run
 from .coll_inter import local_channel
 from .coll_methods import dumps, loads
 from .comm import Comm, Intracomm
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .group import Group
 
 __all__ = ["NAMES", "Intercomm", "create_from_subgroups", "create_intercomm", "split_inter"]
@@ -142,7 +142,7 @@ def _remote_lists(ch, st, mine):
     return local, remote
 
 
-def split_inter(comm, st, color: int, key: int):
+def split_inter(st, color: int, key: int):
     from .status import UNDEFINED
 
     ch = Channel.of(st, "MPI_Comm_split")
@@ -163,7 +163,7 @@ def split_inter(comm, st, color: int, key: int):
     return comm_object(Intercomm, _inter_state(cid, mine, theirs, st.group[st.rank], st.rc))
 
 
-def create_from_subgroups(comm, st, group: Group):
+def create_from_subgroups(st, group: Group):
     me = st.group[st.rank]
     members = list(group._obj.members)
     ch = Channel.of(st, "MPI_Comm_create")

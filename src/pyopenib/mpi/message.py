@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .buffers import message
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .pickling import PICKLE
 from .request import NULL_PROC_RECV, DoneOperation, PmlOperation, Request, finish_recv, wrap

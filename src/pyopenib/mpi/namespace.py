@@ -33,7 +33,7 @@ from .buffers import IN_PLACE
 from .comm import Comm, Intracomm
 from .constants import CONSTANTS, SUBVERSION, VERSION
 from .datatypes import DATATYPES, Datatype
-from .errors import ERR_LASTCODE, ERROR_CLASSES, ERROR_FUNCTIONS, Exception
+from .error_classes import ERR_LASTCODE, ERROR_CLASSES, ERROR_FUNCTIONS, Exception
 from .memory import MEMORY_NAMES
 from .ops import OPS, Op
 from .request import Prequest, Request

@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 
 from . import context
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .surface import MpiClass
 
 __all__ = ["OPS", "OP_NULL", "Op", "check_op", "reduce_arrays"]

@@ -17,7 +17,7 @@ import struct
 import numpy as np
 
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .request import Operation
 from .status import empty_fields
 

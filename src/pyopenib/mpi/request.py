@@ -27,7 +27,7 @@ import weakref
 from ..pml import describe
 from ..pml.request import EAGER_SENT
 from .context import current
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .status import ANY_TAG, PROC_NULL, UNDEFINED, Status, empty_fields
 from .surface import MpiClass
 

@@ -237,10 +237,10 @@ class _Job:
             if all(self.finished):
                 self._end(JobResult(0, "ok", self.sim.now))
             ctx.blocked_in = "MPI_Finalize (finished, waiting for the other ranks)"
-            pml, btl = ctx.pml, ctx.btl
+            pml = ctx.pml
             while True:
                 if pml.progress() == 0:
-                    btl.wait_for_activity()
+                    pml.wait_for_activity()
         except (_JobOver, GreenletExit, KeyboardInterrupt):
             raise  # Ctrl-C stops the job, not one rank: `run` writes the trace and exits 130
         except JobAborted as exc:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 
 __all__ = [
     "SUPPORTED",
@@ -54,16 +54,28 @@ _RC_LEVELS = {
 }
 _ERR_OTHER = ERROR_CLASSES["ERR_OTHER"][0]
 _MPI_DIR = __file__.rpartition("/")[0] + "/"
-_PUBLIC_OWNER = {
-    "PointToPoint": "Comm",
-    "Collectives": "Comm",
-    "CommConstructors": "Comm",
-    "CommAttributes": "Comm",
-    "CommErrhandlers": "Comm",
-    "IntraCollectives": "Intracomm",
-    "IntraConstructors": "Intracomm",
-}
-"""The mixins ``Comm``'s methods are written in, by the class a program calls them on."""
+
+
+_ROUTING_WRAPPER = "_routed.<locals>.method"
+"""The wrapper ``errhandler.routes_errors`` puts around every MPI method once a program
+installs an error handler: the call it wraps is the one to name."""
+
+
+def _call_name(frame) -> str:
+    """``Class.method`` for the MPI method running in ``frame``. A method written as a
+    function of the module that owns its concern (``p2p.Send``, declared in ``Comm``'s
+    body) has no class in its qualified name: the class is the first one along the
+    receiver's MRO that declares the name, as a program reads it (``Comm.Send``)."""
+    code = frame.f_code
+    owner, dot, method = code.co_qualname.rpartition(".")
+    if dot:
+        return f"{owner}.{method}"
+    receiver = frame.f_locals.get("self", frame.f_locals.get("cls"))
+    if receiver is not None:
+        for klass in receiver.__mro__ if isinstance(receiver, type) else type(receiver).__mro__:
+            if method in klass.__dict__ and klass.__dict__.get("_mpi4py_class"):
+                return f"{klass.__name__}.{method}"
+    return method
 
 
 class ThreadLevelError(Exception):
@@ -114,8 +126,8 @@ class ThreadSupport:
         while frame is not None:
             code = frame.f_code
             if code.co_filename.startswith(_MPI_DIR):
-                owner, dot, method = code.co_qualname.rpartition(".")
-                call = f"{_PUBLIC_OWNER.get(owner, owner)}{dot}{method}"
+                if code.co_qualname != _ROUTING_WRAPPER:
+                    call = _call_name(frame)
             elif call is not None:
                 break
             frame = frame.f_back

@@ -24,7 +24,7 @@ from .coll_engine import Channel, run
 from .coll_methods import _blocks, _send_message, _store_blocks, dumps, loads
 from .comm import Intracomm
 from .comm_locks import comm_lock
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .status import PROC_NULL
 
 __all__ = [

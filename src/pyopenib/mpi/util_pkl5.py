@@ -19,7 +19,7 @@ from .comm import Comm as _Comm
 from .comm import Intracomm as _Intracomm
 from .comm_locks import comm_lock
 from .datatypes import DATATYPES, Datatype
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .intercomm import Intercomm as _Intercomm
 from .memory import buffer
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL

@@ -28,14 +28,13 @@ import weakref
 import numpy as np
 
 from ..pml.osc import DONE, OscError, OscModule
-from . import pack
-from .attributes import WinAttributes, attributes_of, delete_attributes
+from . import attributes, errhandler, pack
+from .attributes import attributes_of, delete_attributes
 from .buffers import as_bytes, message
 from .comm import Comm, Intracomm
 from .constants import RMA, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE
 from .context import current
-from .errhandler import WinErrhandlers
-from .errors import ERROR_CLASSES, Exception
+from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .info import GivenHints
 from .memory import buffer
@@ -106,7 +105,7 @@ _RMA_OPS = (*_ACC_OPS, "REPLACE", "NO_OP")
 def _osc_of(rc) -> OscModule:
     osc = _OSC.get(rc)
     if osc is None:
-        osc = _OSC[rc] = OscModule(rc.btl, _ACC_OPS)
+        osc = _OSC[rc] = rc.pml.one_sided(_ACC_OPS)
     return osc
 
 
@@ -185,7 +184,8 @@ class _RmaOperation(Operation):
         return empty_fields(), None
 
 
-class Win(WinAttributes, WinErrhandlers, GivenHints, HandleObject):
+@errhandler.routes_errors
+class Win(GivenHints, HandleObject):
     """Remote memory access context."""
 
     __slots__ = ()
@@ -198,6 +198,28 @@ class Win(WinAttributes, WinErrhandlers, GivenHints, HandleObject):
         if w is None:
             raise _error("ERR_WIN")
         return w
+
+    # -- attributes (attributes; Get_attr below answers the window's own first) ---------
+    _attr_kind = "Win"
+    _attributes = attributes.win_object_attributes
+    Create_keyval = classmethod(attributes.Create_keyval)
+    Free_keyval = classmethod(attributes.Free_keyval)
+    Set_attr = attributes.Set_attr
+    Delete_attr = attributes.Delete_attr
+
+    # -- error handlers (errhandler) ----------------------------------------------------
+    _errh_kind = "Win"
+    _errh_noun = "window"
+    _errh_state = _s
+    Create_errhandler = classmethod(errhandler.Create_errhandler)
+    Get_errhandler = errhandler.Get_errhandler
+    Set_errhandler = errhandler.Set_errhandler
+    Call_errhandler = errhandler.Call_errhandler
+
+    def __init_subclass__(cls, **kwargs):
+        """Route a subclass's errors too once routing is on (``errhandler.routes_errors``)."""
+        super().__init_subclass__(**kwargs)
+        errhandler.route_subclass(cls)
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.Win {'MPI_WIN_NULL' if self._obj is None else self._obj.name}>"
@@ -367,7 +389,7 @@ class Win(WinAttributes, WinErrhandlers, GivenHints, HandleObject):
             return w.flavor
         if keyval == WIN_MODEL:
             return _UNIFIED
-        return super().Get_attr(keyval)
+        return attributes.Get_attr(self, keyval)
 
     @property
     def attrs(self) -> tuple[int, int, int]:

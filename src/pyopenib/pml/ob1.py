@@ -23,10 +23,12 @@ travels by RDMA write and has no priority to give.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 
 import numpy as np
 
 from .header import ACK, ACK_HDR, BTL_TAG_PML, FIN, ID_HDR, MATCH, MATCH_HDR, RNDV, RNDV_HDR
+from .osc import Combine, OscModule
 from .request import ANY_SOURCE, ANY_TAG, EAGER_SENT, PmlRequest, RecvRequest, SendRequest
 
 __all__ = ["Pml"]
@@ -84,6 +86,7 @@ class Pml:
         self._btl_send = btl.send
         self._btl_sendi = btl.sendi
         self._btl_progress = btl.progress
+        self._btl_wait = btl.wait_for_activity
         self._progress_hooks: list = []
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
@@ -158,7 +161,9 @@ class Pml:
     ) -> RecvRequest:
         """Post a receive into ``buffer`` (writable contiguous uint8, or None to allocate
         on match). Complete on return when a matching eager fragment was waiting."""
-        req = RecvRequest(self._new_id(), label, ctx, source, tag, buffer)
+        rid = self._next_id  # _new_id, inlined: every receive takes one
+        self._next_id = rid + 1
+        req = RecvRequest(rid, label, ctx, source, tag, buffer)
         queue = self._unexpected.get(ctx)
         if queue:
             for i, frag in enumerate(queue):
@@ -254,6 +259,19 @@ class Pml:
 
     def unregister_progress(self, hook) -> None:
         self._progress_hooks.remove(hook)
+
+    def wait_for_activity(self) -> None:
+        """Block the process until its BTL has something to progress (a completion, an
+        arrival): what a caller does after a ``progress()`` pass found nothing, as
+        ``opal_progress`` yields the CPU. The MPI layer waits through the PML, never
+        through the BTL underneath it."""
+        self._btl_wait()
+
+    def one_sided(self, ops: Mapping[str, Combine]) -> OscModule:
+        """This process's one-sided (osc) component over the BTL the PML runs on: Open
+        MPI's osc/rdma takes its put/get/atomics from the same BTL modules as ob1. One
+        per process, made at its first window (``ops`` are the accumulate operations)."""
+        return OscModule(self.btl, ops)
 
     def _on_message(self, peer: int, view: memoryview) -> None:
         kind = view[0]

@@ -28,7 +28,7 @@ from ._objects import (
     SharedReceiveQueue,
     VerbsError,
 )
-from .fabric import attach_device, open_devices
+from .fabric import attach_device, find_device, open_devices
 
 __all__ = [
     "Access",
@@ -54,5 +54,6 @@ __all__ = [
     "WorkCompletion",
     "WrOpcode",
     "attach_device",
+    "find_device",
     "open_devices",
 ]

@@ -333,8 +333,9 @@ class QueuePair:
             hw.state = state
 
     def post_send(self, wr: SendWR) -> None:
-        self._check_alive("post_send")
         hw = self.hw
+        if self.destroyed:  # ``_check_alive``, inlined: every message posts here
+            raise VerbsError(errno.EINVAL, f"post_send on destroyed QP {hw.qpn}")
         if hw.state not in _CAN_SEND:
             raise VerbsError(errno.EINVAL, f"post_send on QP {hw.qpn} in state {hw.state.name}")
         if hw.sq.outstanding >= self.max_send_wr:

@@ -4,10 +4,19 @@ verbs ``Context`` by each process of the host (what ``ibv_get_device_list`` +
 
 from __future__ import annotations
 
-from ..hw import DeviceModel, Fabric, Nic
+from ..hw import DeviceModel, Fabric, Nic, get_device_model
 from ._objects import Context
 
-__all__ = ["attach_device", "open_devices"]
+__all__ = ["attach_device", "find_device", "open_devices"]
+
+
+def find_device(name: str) -> DeviceModel:
+    """The device called ``name`` (its id or an alias, case-insensitive, e.g. ``connectx``
+    or ``T3``): what ``ibv_get_device_list`` and a name match give a process choosing the
+    device to open. Job assembly reads its identity and limits before any NIC exists, to
+    resolve settings and reject a bad combination up front; an unknown name is the
+    catalogue's error, listing the valid ones."""
+    return get_device_model(name)
 
 
 def open_devices(

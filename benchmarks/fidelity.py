@@ -1,0 +1,313 @@
+"""Simulated figures beside published measurements, per adapter and metric.
+
+Every row of ``PUBLISHED`` is a figure someone measured on a real adapter, with the setup
+it was taken on (link, host bus, back-to-back or through a switch) and where it was
+published. The benchmark simulates the same measurement on the device model (perftest's
+``ib_send_lat``/``ib_send_bw`` through ``run_perftest``, OSU's ``osu_latency``/``osu_bw``
+through ``pyopenib run`` of this repository's examples), in the same unit, and prints the
+table with the error, and puts it into docs/FIDELITY.md between its markers (``make
+bench`` regenerates it; ``--print-only`` leaves the document alone). A
+back-to-back setup is simulated as one cable: no switch latency, the two links' latency
+as one. Figures no source was found for are not here: docs/FIDELITY.md says so per
+adapter; a guess is never a row.
+
+    python benchmarks/fidelity.py                 # regenerate docs/FIDELITY.md's table
+    python benchmarks/fidelity.py --print-only    # only print it
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pyopenib.apps.perftest import run_perftest
+from pyopenib.hw import Interval, get_device_model
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "FIDELITY.md"
+BEGIN, END = "<!-- fidelity:begin -->", "<!-- fidelity:end -->"
+TOLERANCE = 0.15
+"""The calibration target: small-message latency and peak bandwidth within ±15 %."""
+CALIBRATED = "±15 %"
+CURVE = "curve (not a target)"
+VM = "orientation (VMs)"
+
+POTTER = (
+    "D. Potter, master's thesis, RWTH Aachen, 2018, table `mtu_performance` "
+    "(git.dennispotter.eu/Dennis/masters-thesis, tables/mtu_performance.tex; setup in "
+    "tables/benchmark_testsystem.tex)"
+)
+LIU = (
+    'J. Liu, A. Mamidala, A. Vishnu, D. K. Panda, "Performance Evaluation of InfiniBand '
+    'with PCI Express", Hot Interconnects 2004 (abstract)'
+)
+FORUM_CX4 = (
+    'Mellanox community forum, "ib_send_bw ... message size" (MCX456A-ECAT, '
+    "MLNX_OFED 3.2), mirrored at mellanox37.rssing.com/chan-11689808/article3279.html"
+)
+AZURE = (
+    "MicrosoftDocs/azure-docs, articles/virtual-machines/hc-series-performance.md "
+    '(HC) and hb-series-performance.md (HB), row "RDMA latency & bandwidth"'
+)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One published measurement and how to reproduce it on a device model."""
+
+    adapter: str
+    device: str
+    """The device model (``--device``)."""
+    metric: str
+    """``send_lat``/``send_bw`` (perftest), ``osu_latency``/``osu_bw`` (OSU over MPI)."""
+    size: int
+    value: float
+    unit: str
+    """``us``; ``MB/s`` (10^6 B/s); ``Gb/s``."""
+    setup: str
+    source: str
+    back_to_back: bool = False
+    derived: str = ""
+    """How the figure was derived from the published one, when it was."""
+    target: str = CALIBRATED
+    """``CALIBRATED`` (small-message latency, peak bandwidth: within ±15 %), or why the
+    figure is shown without being a target (the curve's shape, virtual machines)."""
+
+
+PUBLISHED = (
+    Figure(
+        "Mellanox ConnectX-4 EDR",
+        "mellanox-connectx4",
+        "send_lat",
+        32,
+        0.83,
+        "us",
+        "4x EDR, PCIe gen3 x16, back-to-back 0.5 m copper; MTU 4096; inline; RDMA CM QP",
+        POTTER,
+        back_to_back=True,
+    ),
+    Figure(
+        "Mellanox ConnectX-4 EDR",
+        "mellanox-connectx4",
+        "send_lat",
+        1024,
+        1.61,
+        "us",
+        "as above",
+        POTTER,
+        back_to_back=True,
+        target=CURVE,
+    ),
+    Figure(
+        "Mellanox ConnectX-4 EDR",
+        "mellanox-connectx4",
+        "send_lat",
+        4096,
+        2.28,
+        "us",
+        "as above",
+        POTTER,
+        back_to_back=True,
+        target=CURVE,
+    ),
+    Figure(
+        "Mellanox ConnectX-4 EDR",
+        "mellanox-connectx4",
+        "send_lat",
+        32768,
+        4.57,
+        "us",
+        "as above",
+        POTTER,
+        back_to_back=True,
+        target=CURVE,
+    ),
+    Figure(
+        "Mellanox ConnectX-4 100GbE (RoCE)",
+        "mellanox-connectx4-roce",
+        "send_bw",
+        65536,
+        97.0,
+        "Gb/s",
+        "100GbE through a Mellanox SN2700 switch; PCIe x16 card",
+        FORUM_CX4,
+        derived='"~ 97Gbps", as the poster gives it',
+    ),
+    Figure(
+        "Mellanox InfiniHost III Ex (PCIe)",
+        "mellanox-arbel",
+        "send_lat",
+        2,
+        3.8,
+        "us",
+        "4x SDR card on PCIe x8 (the model is the 4x DDR part; latency barely depends on "
+        "the link rate); verbs level, operation and switch not stated in the abstract",
+        LIU,
+    ),
+    Figure(
+        "Mellanox InfiniHost III Ex (PCIe)",
+        "mellanox-arbel",
+        "osu_latency",
+        8,
+        4.6,
+        "us",
+        "MVAPICH over the same HCAs; switch not stated in the abstract",
+        LIU,
+    ),
+    Figure(
+        "Mellanox InfiniHost (PCI-X)",
+        "mellanox-tavor",
+        "send_lat",
+        2,
+        5.0,
+        "us",
+        "4x SDR on 64-bit 133 MHz PCI-X; verbs level, as above",
+        LIU,
+    ),
+    Figure(
+        "Mellanox InfiniHost (PCI-X)",
+        "mellanox-tavor",
+        "send_bw",
+        1048576,
+        781.0,
+        "MB/s",
+        "4x SDR on PCI-X, one port, unidirectional peak",
+        LIU,
+        derived="968 MB/s (PCIe HCA) / 1.24, the ratio the abstract gives",
+    ),
+    Figure(
+        "Mellanox EDR (Azure HC, ConnectX-5 assumed)",
+        "mellanox-connectx5",
+        "osu_latency",
+        8,
+        1.05,
+        "us",
+        "EDR, SR-IOV virtual machines on a switched fat tree; benchmark of the figure not "
+        "stated (osu_latency or ib_send_lat)",
+        AZURE,
+        target=VM,
+    ),
+    Figure(
+        "Mellanox EDR (Azure HC, ConnectX-5 assumed)",
+        "mellanox-connectx5",
+        "osu_bw",
+        4194304,
+        96.8,
+        "Gb/s",
+        "as above; osu_bw from MVAPICH2 2.3",
+        AZURE,
+        target=VM,
+    ),
+)
+
+
+def back_to_back(model):
+    """The model joined by one cable: no switch, the two links' latency as one."""
+    lo, nominal, hi = model.link_latency
+    return replace(
+        model,
+        switch_latency=Interval(0, 0, 0),
+        link_latency=Interval(lo // 2, nominal // 2, hi // 2),
+    )
+
+
+def _perftest(figure: Figure) -> float:
+    model = get_device_model(figure.device)
+    if figure.back_to_back:
+        model = back_to_back(model)
+    iters = 200 if figure.metric.endswith("_lat") else 100
+    _setup, (row,) = run_perftest(figure.metric, model, sizes=(figure.size,), iters=iters)
+    if figure.metric.endswith("_lat"):
+        return row.t_typical
+    return row.bw_avg * 2**20  # perftest's MB/sec is 2^20 bytes per second
+
+
+_OSU_SCRIPT = {"osu_latency": "osu_latency.py", "osu_bw": "osu_bw.py"}
+
+
+def _osu(figure: Figure) -> float:
+    """Run this repository's OSU port under ``pyopenib run`` and read the size's row."""
+    if figure.back_to_back:
+        raise ValueError(f"{figure}: back-to-back MPI runs are not supported")
+    cli = Path(sys.executable).with_name("pyopenib")
+    script = ROOT / "examples" / _OSU_SCRIPT[figure.metric]
+    args = [str(cli), "run", "-n", "2", "--device", figure.device, str(script)]
+    args += ["-m", str(figure.size)]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == str(figure.size):
+            value = float(fields[1])
+            return value if figure.metric == "osu_latency" else value * 1e6  # MB/s -> B/s
+    raise RuntimeError(f"no {figure.size}-byte row in {figure.metric} output:\n{out}")
+
+
+def simulate(figure: Figure) -> float:
+    """The simulated figure in the published figure's unit."""
+    raw = _osu(figure) if figure.metric.startswith("osu_") else _perftest(figure)
+    if figure.unit == "us":
+        return raw
+    if figure.unit == "MB/s":
+        return raw / 1e6
+    if figure.unit == "Gb/s":
+        return raw * 8 / 1e9
+    raise ValueError(f"unknown unit {figure.unit!r}")
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def table(results) -> str:
+    rows = [
+        "| adapter | model | metric | size | published | simulated | error | target | setup "
+        "| source |",
+        "|---|---|---|---:|---:|---:|---:|---|---|---|",
+    ]
+    for figure, sim in results:
+        error = (sim - figure.value) / figure.value
+        target = figure.target
+        if target == CALIBRATED:
+            target += " ✓" if abs(error) <= TOLERANCE else " ✗"
+        published = f"{figure.value:g} {figure.unit}"
+        if figure.derived:
+            published += f" (*derived*: {figure.derived})"
+        rows.append(
+            f"| {figure.adapter} | `{figure.device}` | {figure.metric} | {_size(figure.size)} "
+            f"| {published} | {sim:.2f} {figure.unit} | {error * 100:+.1f} % | {target} "
+            f"| {figure.setup} | {figure.source} |"
+        )
+    return "\n".join(rows)
+
+
+def write(text: str) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(doc):
+        raise SystemExit(f"{DOC}: markers {BEGIN} ... {END} not found")
+    DOC.write_text(pattern.sub(lambda _m: f"{BEGIN}\n{text}\n{END}", doc), encoding="utf-8")
+
+
+def main(argv=None) -> list[tuple[Figure, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--print-only", action="store_true", help="print the table, leave docs/FIDELITY.md"
+    )
+    opts = parser.parse_args(argv if argv is not None else [])
+    results = [(figure, simulate(figure)) for figure in PUBLISHED]
+    text = table(results)
+    print(text)
+    if not opts.print_only:
+        write(text)
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
