@@ -441,6 +441,7 @@ CASES = [
         )
         for v in ("-5", "nan", "inf")
     ],
+    case("scenario-cpu-scale", ["scenario", "pingpong", "--cpu-scale", "-1"], 2, "--cpu-scale"),
     *[case(f"run-n-{v}", ["run", "-n", v, "{tmp}/ok.py"], 2, "-n") for v in ("0", "-3", "two")],
     case("run-ppn-0", ["run", "-n", "2", "--ppn", "0", "{tmp}/ok.py"], 2, "--ppn"),
     case("run-ppn-not-dividing", ["run", "-n", "3", "--ppn", "2", "{tmp}/ok.py"], 1, "--ppn 2"),

@@ -16,6 +16,7 @@ __all__ = [
     "REPLAY_TOKEN",
     "SECONDS",
     "DeviceName",
+    "cpu_scale_option",
     "ReplayTokenText",
 ]
 
@@ -73,7 +74,21 @@ SECONDS = FiniteFloat(0.0, high=1e9, low_open=True)
 integer of picoseconds, and ``1e300`` seconds of it is no number at all."""
 
 CPU_SCALE = FiniteFloat(0.0)
-"""A finite factor >= 0 (0 turns CPU charging off)."""
+"""A finite factor >= 0 on the host model's costs (0: a free host)."""
+
+
+def cpu_scale_option(f):
+    """``--cpu-scale F`` of every command that runs a job: the host model's software
+    costs (``data/hosts.toml``) times F, charged as simulated time."""
+    return click.option(
+        "--cpu-scale",
+        type=CPU_SCALE,
+        default=1.0,
+        show_default=True,
+        help="Host software costs (MPI, ob1, openib; data/hosts.toml) x F as simulated "
+        "time; 0 = a free host.",
+    )(f)
+
 
 DEVICE_NAME = DeviceName()
 

@@ -138,7 +138,8 @@ def test_on_node_latency_and_bandwidth_beat_off_node(tmp_path):
         assert result.exit_code == 0, err
         return float(out)
 
-    assert half_round_trip(1, 8) < 0.6e-6 < 1.0e-6 < half_round_trip(2, 8)
+    # the host's software path is the same on and off node; the transport is not
+    assert half_round_trip(1, 8) < 0.8 * half_round_trip(2, 8)
     assert half_round_trip(1, 1 << 20) < half_round_trip(2, 1 << 20) / 2
 
 

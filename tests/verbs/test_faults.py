@@ -174,9 +174,13 @@ def run_random_loss(seed):
 
 
 def test_seeded_random_loss_is_deterministic():
-    a, b = run_random_loss(7), run_random_loss(7)
-    assert a[0].trace.digest() == b[0].trace.digest()
-    assert a[0].fabric.packets_lost > 0
+    # which seeds lose a packet depends on the oracle's draws, not the point here: some do
+    lost = []
+    for seed in range(4):
+        a, b = run_random_loss(seed), run_random_loss(seed)
+        assert a[0].trace.digest() == b[0].trace.digest()
+        lost.append(a[0].fabric.packets_lost)
+    assert any(lost)
 
 
 @settings(max_examples=40, deadline=None)

@@ -21,7 +21,7 @@ from ..errors import TOPICS, PyopenibError, register_topics
 from ..hw import get_device_model
 from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
-from ..options import CPU_SCALE, DEVICE_NAME, SECONDS, mca_option, replay_option
+from ..options import DEVICE_NAME, SECONDS, cpu_scale_option, mca_option, replay_option
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
 from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
 from ..report import write_trace
@@ -83,15 +83,16 @@ def parse_devices(spec: str, nprocs: int) -> list[str]:
     return out
 
 
-def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
-    """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices.
-    ``mca`` is the resolved context (``job_settings``); without it this process's
-    environment, parameter files and ``mca_pairs`` are resolved here."""
+def openib_btls(devices, mca_pairs, ppn: int, *, mca=None, cpu_scale: float = 1.0):
+    """The ``make_btls`` factory of a real run: the openib BTL on the modelled devices,
+    each rank on its device's host type with its costs times ``cpu_scale``. ``mca`` is
+    the resolved context (``job_settings``); without it this process's environment,
+    parameter files and ``mca_pairs`` are resolved here."""
     if mca is None:
         mca = load_mca_from_process(cli_pairs=list(mca_pairs))
 
     def make_btls(sim, nprocs):
-        return build_job_btls(sim, nprocs, devices, mca, ppn)
+        return build_job_btls(sim, nprocs, devices, mca, ppn, cpu_scale=cpu_scale)
 
     return make_btls
 
@@ -138,9 +139,7 @@ def openib_btls(devices, mca_pairs, ppn: int, *, mca=None):
     default=None,
     help="Give up after this many seconds of real (wall-clock) time.",
 )
-@click.option(
-    "--cpu-scale", type=CPU_SCALE, default=0.0, help="Charge CPU time x F as sim time (0 = off)."
-)
+@cpu_scale_option
 @click.option(
     "--stats", is_flag=True, help="After the job, print per-rank, per-QP openib counters on stderr."
 )
@@ -178,7 +177,7 @@ def run(
     ctx = job_settings(mca)
     settings = check_job_devices(ctx, models, PML_LARGEST_HEADER, "the PML's largest header")
     check_job_memory(ctx, settings, nprocs, RANK_BYTES)
-    make_btls = openib_btls(chosen, mca, ppn, mca=ctx)
+    make_btls = openib_btls(chosen, mca, ppn, mca=ctx, cpu_scale=cpu_scale)
     btls: list = []
     make_btls = _keeping(make_btls, btls)  # --stats and a deadlock's BTL report read them
     tracer = Tracer() if trace_out else None
@@ -189,6 +188,11 @@ def run(
         if ppn != 1:
             raise click.UsageError("--replay: `pyopenib check` runs one rank per node; drop --ppn")
         per_rank = [chosen] * nprocs if isinstance(chosen, str) else chosen
+        if cpu_scale != 1.0:
+            raise click.UsageError(
+                "--replay: `pyopenib check` runs on the device's host at --cpu-scale 1; "
+                "drop --cpu-scale"
+            )
         sim.oracle = token.program_oracle(program, nprocs, per_rank, ctx.explicit_pairs(), args)
     try:
         with _wall_clock_limit(wall_timeout):
@@ -201,7 +205,6 @@ def run(
                 ppn=ppn,
                 tag_output=tag_output,
                 timeout=timeout,
-                cpu_scale=cpu_scale,
                 add_btls=_adding(btls),
             )
     except SyntaxError as exc:

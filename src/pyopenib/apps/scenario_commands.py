@@ -13,7 +13,13 @@ from ..btl import stall_report
 from ..config.limits import check_job_memory
 from ..errors import InvariantViolation, PyopenibError, register_topics
 from ..hw import get_device_model
-from ..options import credits_qp_option, device_options, mca_option, replay_option
+from ..options import (
+    cpu_scale_option,
+    credits_qp_option,
+    device_options,
+    mca_option,
+    replay_option,
+)
 from ..outputs import (
     EXIT_INTERRUPTED,
     TRACE_SUFFIXES,
@@ -173,6 +179,7 @@ def race_excerpt(result, before: int = 8) -> list[str]:
 @click.option(
     "--iterations", type=click.IntRange(min=1), default=None, help="Fragments per sending rank."
 )
+@cpu_scale_option
 @replay_option
 def scenario(
     name,
@@ -185,12 +192,15 @@ def scenario(
     trace_file,
     nprocs,
     iterations,
+    cpu_scale,
     token,
 ):
     """Run a built-in BTL workload between simulated processes and summarise it."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
     if token is not None and random_timing:
         raise click.UsageError("--replay gives the timing; --random-timing would replace it")
+    if token is not None and cpu_scale != 1.0:
+        raise click.UsageError("--replay: `pyopenib check` runs at --cpu-scale 1; drop --cpu-scale")
     ctx = scenario_settings(
         mca,
         credits_qp,
@@ -219,6 +229,7 @@ def scenario(
         nprocs=nprocs,
         iterations=iterations,
         oracle=oracle,
+        cpu_scale=cpu_scale,
     )
     policy = ctx.get("btl_openib_credits_qp")
     _summary(result, console, f"{name} on {device} (credits_qp {policy})")

@@ -195,6 +195,7 @@ def run_scenario(
     check_invariants: bool = True,
     conservation_every: int = 20_000,
     oracle=None,
+    cpu_scale: float = 1.0,
 ) -> ScenarioResult:
     if name not in SCENARIOS:
         raise PyopenibError("scenario-unknown", name=name, valid=", ".join(SCENARIOS))
@@ -215,7 +216,9 @@ def run_scenario(
     sim = Simulator(seed=seed, oracle=oracle, tracer=tracer)
     devices = [device] + [peer_device or device] * (nprocs - 1)
     mca = load_mca(cli_pairs=pairs)
-    btls = build_job_btls(sim, nprocs, devices, mca, check_invariants=check_invariants)
+    btls = build_job_btls(
+        sim, nprocs, devices, mca, check_invariants=check_invariants, cpu_scale=cpu_scale
+    )
     queues = btls[0].queues
     checker = _Checker()
     if iterations is None:

@@ -36,6 +36,7 @@ class Bml(BtlModule):
         self.uses_openib = nprocs > len(local_ranks) or not self.uses_sm
         in_use = [b for b, used in ((sm, self.uses_sm), (openib, self.uses_openib)) if used]
         self.btls = tuple(in_use)
+        self.host = openib.host  # one process, one CPU, whichever BTL it drives
         self.eager_limit = min(b.eager_limit for b in in_use)
         self.max_send_size = min(b.max_send_size for b in in_use)
         self.rndv_eager_limit = min(b.rndv_eager_limit for b in in_use)

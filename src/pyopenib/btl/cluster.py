@@ -13,7 +13,9 @@ shared-memory BTL (``sm``) and to the others through openib.
 from __future__ import annotations
 
 from ..config import CreditsPolicy, McaContext, check_peer_compatibility, effective_settings
+from ..config.hosts import host_for_device
 from ..errors import PyopenibError, register_topics
+from ..sim.host import HostModel
 from ..verbs import attach_device, find_device, open_devices
 from .bml import Bml, openib_module
 from .module import OpenibModule
@@ -88,11 +90,20 @@ class OobChannel:
 
 
 def build_job_btls(
-    sim, nprocs: int, devices, mca: McaContext, ppn: int = 1, *, check_invariants: bool = False
+    sim,
+    nprocs: int,
+    devices,
+    mca: McaContext,
+    ppn: int = 1,
+    *,
+    check_invariants: bool = False,
+    cpu_scale: float = 1.0,
 ):
     """One BTL module per rank. ``devices``: one device id for all, or a list per rank
     (the ranks of one node must name the same device: it is the node's NIC); ``mca`` the
     job's resolved MCA variables (``config.load_mca`` / ``load_mca_from_process``).
+    Each rank runs on its device's default host type (``config.hosts``), its software
+    costs multiplied by ``cpu_scale`` (``--cpu-scale``; 0: a free host).
 
     Settings resolve per device exactly as Open MPI does for the local process (MCA >
     INI > default); nodes are checked for compatible receive_queues before anything
@@ -148,15 +159,23 @@ def build_job_btls(
         sim, models, [f"{h}/{m.id}" for h, m in zip(hosts, models, strict=True)], per_device=ppn
     )
     oob = OobChannel(sim)
+    host_types = [host_for_device(m.id) for m in models]
     modules = [
         OpenibModule(
-            rank, contexts[rank], settings[rank // ppn], oob, hosts[rank // ppn], check_invariants
+            rank,
+            contexts[rank],
+            settings[rank // ppn],
+            oob,
+            hosts[rank // ppn],
+            check_invariants,
+            HostModel(sim, host_types[rank // ppn], cpu_scale),
         )
         for rank in range(nprocs)
     ]
     oob.modules = modules
+    job = (models[0], settings[0], oob, ppn, check_invariants, cpu_scale)
     if ppn == 1:
-        return JobBtls(modules, models[0], settings[0], oob, ppn, check_invariants)
+        return JobBtls(modules, *job)
     nodes = [SmNode(h) for h in hosts]
     btls = [
         Bml(
@@ -168,7 +187,7 @@ def build_job_btls(
         )
         for rank in range(nprocs)
     ]
-    return JobBtls(btls, models[0], settings[0], oob, ppn, check_invariants)
+    return JobBtls(btls, *job)
 
 
 class JobBtls(list):
@@ -178,9 +197,12 @@ class JobBtls(list):
     and its openib module on the out-of-band channel, wired up exactly like the first
     ones (peers connect to it on their first send). The new modules join the list."""
 
-    def __init__(self, modules, device, settings, oob: OobChannel, ppn: int, check_invariants):
+    def __init__(
+        self, modules, device, settings, oob: OobChannel, ppn: int, check_invariants, cpu_scale
+    ):
         super().__init__(modules)
         self.check_invariants = check_invariants
+        self.cpu_scale = cpu_scale
         self.device = device  # node 0's device model, every new node's
         self.settings = settings
         self.oob = oob
@@ -194,7 +216,13 @@ class JobBtls(list):
             host = f"node{rank:03d}"
             (context,) = attach_device(self[0].context, self.device, f"{host}/{self.device.id}")
             module = OpenibModule(
-                rank, context, self.settings, self.oob, host, self.check_invariants
+                rank,
+                context,
+                self.settings,
+                self.oob,
+                host,
+                self.check_invariants,
+                HostModel(self[0].sim, host_for_device(self.device.id), self.cpu_scale),
             )
             self.oob.modules.append(module)
             added.append(module)

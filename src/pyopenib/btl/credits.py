@@ -204,6 +204,10 @@ class CreditFlow:
         q = qs.index
         n = qs.buffers_to_repost()
         if n:
+            host = module.host
+            # the host finishes what it was doing, then builds the n receive WRs: the
+            # re-post reaches the NIC only after that time (the race's lever)
+            host.spend(host.post_recv * n)
             for _ in range(n):
                 module.post_recv_frag(ep, q, module.get_frag(q, RECV))
             qs.reposted(n)
@@ -222,6 +226,8 @@ class CreditFlow:
             return
         n = srq.rd_curr_num - srq.rd_posted
         module = self.module
+        host = module.host
+        host.spend(host.post_recv * n)
         q = srq.index
         verbs_srq = srq.srq
         for _ in range(n):
@@ -271,6 +277,8 @@ class CreditFlow:
             module.trace("credit_msg_deferred", ep, qp=q, cm_sent=qs.cm_sent)
             return
         order = self.credit_order(q)
+        host = module.host
+        host.owed += host.btl_send  # the credit frag's descriptor work
         qs.reset_signal_count()  # Open MPI restarts the credited queue's count
         frag = qs.credit_frag
         if frag is None:

@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from ..errors import TransportError
+from ..sim.host import FREE_HOST, HostModel
 
 __all__ = ["BtlLimits", "BtlModule", "MemHandle", "RecvCallback", "TransportError"]
 
@@ -63,6 +64,10 @@ class BtlModule(ABC):
     """True when ``limits(peer)`` differs between peers (a BML routing peers to BTLs
     with different limits); False: every peer gets the three numbers above, and the PML
     may use them without asking per peer."""
+    host: HostModel = FREE_HOST
+    """The process's host model (``sim.host``): what the software path costs on its CPU.
+    The BTL charges its own work (completions, re-posts, descriptors) and the PML its
+    matching, copies and calls on the same one; a BTL that models no host costs nothing."""
 
     def limits(self, peer: int) -> BtlLimits:
         """The limits of the BTL that reaches ``peer``, as ob1 uses them per peer."""

@@ -25,6 +25,7 @@ from greenlet import getcurrent
 
 from ..config import qp_inline_sizes
 from ..errors import TransportError
+from ..sim.host import FREE_HOST, HostModel
 from ..verbs import (
     Access,
     AsyncEventType,
@@ -108,8 +109,18 @@ class OpenibModule(BtlModule):
     SIGNALED = SendFlags.SIGNALED
     SIGNALED_INLINE = SendFlags.SIGNALED | SendFlags.INLINE
 
-    def __init__(self, rank: int, context, settings, oob, hostname: str, check_invariants=False):
+    def __init__(
+        self,
+        rank: int,
+        context,
+        settings,
+        oob,
+        hostname: str,
+        check_invariants=False,
+        host: HostModel = FREE_HOST,
+    ):
         self.rank = rank
+        self.host = host
         self.context = context
         self.sim = context.sim
         self.settings = settings
@@ -259,14 +270,24 @@ class OpenibModule(BtlModule):
         if self._fatal is not None:
             raise self._fatal
         eager = self.eager
+        host = self.host
         handled = eager.poll() if eager.endpoints else 0
         if not handled and not self.cq.entries:
+            host.owed += host.poll_empty  # a pass that found nothing (paid when it settles)
             return 0
+        if handled:
+            host.owed += host.completion * handled  # the eager-RDMA slots found full
         wcs = self.cq.poll(256)
         if wcs:
             if self.sim.in_process():
+                # before handling them: ibv_poll_cq (the device's host_poll), the BTL's
+                # dispatch of each CQE (the host's completion cost) and what it owes
                 hp = self.host_poll
-                self.sim.sleep(self.sim.duration("host.poll", hp[0], hp[1], hp[2]) * len(wcs))
+                n = len(wcs)
+                spent = self.sim.duration("host.poll", hp[0], hp[1], hp[2]) * n
+                spent += host.completion * n + host.owed
+                host.owed = 0
+                self.sim.sleep(spent)
             for wc in wcs:
                 self._handle_wc(wc)
             handled += len(wcs)
@@ -279,6 +300,7 @@ class OpenibModule(BtlModule):
     def wait_for_activity(self) -> None:
         if self._fatal is not None:
             raise self._fatal
+        self.host.settle()  # the host's work is done before it goes idle
         if self.cq.entries or self.eager.any_pending():
             return
         self._activity = getcurrent()

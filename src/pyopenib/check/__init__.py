@@ -4,7 +4,6 @@ the simulator's choice points, with counterexamples that replay."""
 from .explore import (
     Execution,
     ExplorationResult,
-    SelectiveScriptedOracle,
     explore_exhaustive,
     explore_random,
 )
@@ -13,7 +12,6 @@ from .scenario_runs import RACE_LABELS, scenario_runner
 __all__ = [
     "Execution",
     "ExplorationResult",
-    "SelectiveScriptedOracle",
     "explore_exhaustive",
     "explore_random",
     "RACE_LABELS",

@@ -22,7 +22,7 @@ from ..sim.ties import TIE_LABEL
 from ..workers import Workers
 from .branches import branches_of
 from .critical import credit_story, critical_choice
-from .explore import ExplorationResult, SelectiveScriptedOracle, explore_exhaustive, explore_random
+from .explore import ExplorationResult, explore_exhaustive, explore_random
 from .minimize import minimize
 from .monitor import BudgetReached, Monitor
 from .program import ProgramRun
@@ -312,7 +312,7 @@ def check(
             )
         sys.exit(EXIT_INCOMPLETE if cut_by else 0)
     if exhaustive:
-        found = SelectiveScriptedOracle(res.counterexample.script, label_set)
+        found = SearchOracle(res.counterexample.script, None, label_set)
         click.echo(
             f"COUNTEREXAMPLE after {res.executions} executions (breadth-first: the fewest "
             f"deviations, {len(res.counterexample.deviations)}): {res.counterexample.outcome}"

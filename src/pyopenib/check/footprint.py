@@ -1,44 +1,65 @@
 """Which object an event belongs to, and which state it may touch: the explorer's
 dependence relation.
 
-Two same-instant events *commute* when neither touches state the other touches; the
-explorer then needs only one of their orders (``check/search.py``). The relation must
-over-approximate what the code really shares, or the reduction would miss executions, so
-it is coarse where the model has hidden shared state:
+Two events are *dependent* when their footprints meet; independent events commute, and the
+explorer needs only one of their orders (``check/search.py``). A footprint must
+over-approximate the state the callback really reads or writes, or the reduction would
+miss executions. The relation here is per work queue, not per host: it names the pieces of
+state the NIC model keeps and which callbacks reach them (``hw/``):
 
-* a NIC callback touches its **host**: a NIC's QPs share the PCIe bus reservations, the
-  transmit arbiter and the completion queues, so two QPs of one NIC are dependent;
-* a rank's process step touches its **host** too (it posts to and polls its own NIC); the
-  rank's host is read from the trace's ``placement`` event (``sim/schema.py``), and a
-  process whose host is not known touches everything;
-* a packet handed to the switch (the transmit port's callback) also touches the
-  destination switch **port**: two
-  NICs sending to one NIC queue on its switch port;
-* a completion-queue write touches its NIC's host; anything not recognised (a timeout
-  event, an out-of-band message) touches everything (``ANY``).
+* ``("qp", Q)`` — one QP's NIC-side state: its work-queue FIFO and engine (``wq``), the
+  requester's MSN/PSN counters and in-flight messages, the responder, its transmit queue
+  and completion ordering (``last_cqe``). Every NIC callback about Q touches it.
+* ``("usable", Q)`` — the *usable* marks of Q's posted receives: written when T3's single
+  work queue reaches a receive (``_recv_processed``) or a split device makes it usable
+  (``_recv_usable_split``), read by an arriving message. This is the race of the seed.
+* ``("pcie", NIC)`` — the host-to-NIC DMA bus (``PcieBus.to_nic_free``): a send's payload
+  fetch. Only a callback that can start a send touches it: a send doorbell, or an engine
+  step of a QP with sends outstanding (a send enters the FIFO only through its doorbell,
+  which is counted in ``sq.outstanding`` from the post on).
+* ``("port", NIC)`` — the NIC's transmit arbiter and its link (``TransmitPort``): packets
+  queued by ``_emit``, control packets (ACK, NAK, TERMINATE) queued by an arriving packet.
+* ``("switch", LID)`` — the switch output port towards LID: a packet handed to the fabric.
+* ``("host", H)`` — the host's software side: the rank's process and BTL module, its
+  memory, its completion queues and the receive queues it posts to. A rank's step, an
+  out-of-band connection message, a CQE write (it may wake the rank), an arriving
+  packet (it consumes a receive, writes memory and completions) and an RDMA WRITE's
+  bytes landing in memory (a rank may be polling them) touch it. A rank whose
+  host is not yet known (before its ``placement`` trace event) touches everything.
+* ``ANY`` — anything not recognised (a timeout event, a bare function): conflicts with all.
 
-Events of *different* hosts then commute unless they meet on a switch port: a rank's poll
-and the far NIC's engine, the two NICs' engines of a two-rank job.
+Two facts make this relation sound beyond the per-object state:
 
-The finer identity of an event (which QP) is its *object*: events of one object keep
-their program order at an instant; events of different objects may be reordered.
+* **Error transitions are left out.** ``to_error`` (a TERMINATE, retries exhausted) touches
+  everything of a QP, but it happens only in an execution that has already failed, and an
+  event that commutes with the failing one on the rest of the state cannot make that
+  failure disappear: both orders fail.
+* **A work request's buffer belongs to the NIC from post to completion** (the verbs rule
+  the BTL keeps), so the payload gather of ``_emit`` commutes with the host's steps.
+
+What two events of one NIC share beyond these (nothing else: the memory translation table
+is written only at registration, by the host) is named above. Events of different hosts
+meet only on a switch port. The finer identity of an event (which QP) is its *object*:
+events of one object keep their program order at an instant.
 """
 
 from __future__ import annotations
 
 from greenlet import greenlet
 
+from ..btl.module import OpenibModule
 from ..hw.nic import Nic
+from ..hw.packet import READ_REQ
 from ..hw.port import TransmitPort
 from ..hw.qp import HwQp
 from ..hw.requester import Requester
 from ..hw.responder import Responder
+from ..hw.work import SendWR
 from ..hw.work_queue import WorkQueueEngine
-from ..sim.schema import identities
-from ..sim.ties import receiver_of
+from ..sim.ties import callback_of, receiver_of
 from ..verbs import CompletionQueue
 
-__all__ = ["ANY", "Footprints", "event_object"]
+__all__ = ["ANY", "Footprints", "event_object", "host_projection"]
 
 ANY = ("any",)
 """The footprint element that conflicts with every other."""
@@ -56,8 +77,57 @@ def event_object(fn, args):
     return obj
 
 
-def _host_of_nic(nic) -> tuple[str, str]:
+def host_projection(fp) -> set:
+    """The footprint coarsened to hosts (and switch ports): what a duration's cut points
+    are judged by (``check/search.py``). A duration moves its event *and everything it
+    causes* (a packet's arrival, the far side's answer), so the events it can usefully be
+    ordered against are those of its host, not only of its queue."""
+    out = set()
+    for element in fp:
+        kind = element[0]
+        if kind == "host" or kind == "switch" or element is ANY:
+            out.add(element)
+        else:  # ("qp"|"usable", "<host>/<device>/qpN") or ("port"|"pcie", "<host>/<device>")
+            out.add(("host", element[1].partition("/")[0]))
+    return out
+
+
+def _host(nic) -> tuple[str, str]:
     return ("host", nic.name.partition("/")[0])
+
+
+def _may_start_send(qp: HwQp) -> bool:
+    """Whether an engine step of ``qp`` may fetch a send's payload over PCIe: only when a
+    send is outstanding (posted and not completed; its doorbell may be on its way)."""
+    return qp.sq.outstanding > 0 or any(type(w) is SendWR for w in qp.wq.fifo)
+
+
+def _engine_step(name: str, qp: HwQp) -> set:
+    """What a ``WorkQueueEngine`` callback about ``qp`` touches."""
+    nic = qp.nic.name
+    if name == "_recv_usable_split":
+        return {("usable", qp.actor)}
+    fp = {("qp", qp.actor)}
+    if name == "_recv_processed":
+        fp.add(("usable", qp.actor))
+    elif name == "_emit":
+        fp.add(("port", nic))
+    if name == "_doorbell_send" or _may_start_send(qp):
+        fp.add(("pcie", nic))
+    return fp
+
+
+def _arrival(nic, pkt) -> set:
+    """What ``Nic.receive_packet(pkt)`` touches: the destination QP (or, when it is not
+    ready, the host that is setting it up), its receives, the port for the answer."""
+    qp = nic.qps.get(pkt.dst_qpn)
+    fp = {_host(nic), ("port", nic.name)}
+    if qp is not None:
+        fp.add(("qp", qp.actor))
+        fp.add(("usable", qp.actor))
+    if pkt.kind == READ_REQ:
+        fp.add(("pcie", nic.name))
+    return fp
 
 
 class Footprints:
@@ -69,42 +139,72 @@ class Footprints:
         self.process_names: dict[int, str] = {}
 
     def learn(self, sim, events) -> set:
-        """What the trace events emitted by one step touch (and the placements they
-        announce), coarsened to hosts and ports."""
-        touched = set()
+        """Learn where ranks run from the trace events one step emitted. The static
+        footprint of a step already covers what it touched, so nothing is added."""
         for ev in events:
             if ev[2] == "placement":
                 self.rank_hosts[ev[3]] = dict(ev[4]).get("host", "")
-            for kind, name in identities(ev):
-                if kind == "host" or kind == "port":
-                    touched.add((kind, name))
-                elif kind == "rank":
-                    host = self.rank_hosts.get(name)
-                    touched.add(("host", host) if host else ANY)
-                elif kind == "unknown":
-                    touched.add(ANY)
-        return touched
+        return set()
 
     def static(self, sim, obj, fn, args) -> set:
-        """What an event may touch, from its object and callback alone."""
+        """What an event may touch, from its callback, its arguments and the state of
+        the objects they name (see the module docstring)."""
         cls = obj.__class__
         if cls is HwQp:
-            fp = {_host_of_nic(obj.nic)}
-        elif cls is Nic:
-            fp = {_host_of_nic(obj)}
-        elif cls in _NIC_PARTS:
-            fp = {_host_of_nic(obj.nic)}
-        elif cls is greenlet:
-            name = self._process_name(sim, obj)
-            host = self.rank_hosts.get(name) if name else None
-            return {("host", host)} if host else {ANY}
-        elif cls is CompletionQueue:
-            fp = {_host_of_nic(obj.context.nic)}
-        else:
+            inner = callback_of(fn)
+            owner = getattr(inner, "__self__", None)
+            if owner.__class__ is WorkQueueEngine:
+                return _engine_step(inner.__name__, obj)
+            if owner.__class__ is TransmitPort:
+                return self._port_step(obj.nic, args)
+            # requester / responder timers (retransmission, RNR, READ responses)
+            return {("qp", obj.actor), ("port", obj.nic.name), ("pcie", obj.nic.name)} | {
+                _host(obj.nic)
+            }
+        if cls is Nic:
+            if fn.__name__ == "receive_packet":
+                return _arrival(obj, args[0])
             return {ANY}
-        if cls is TransmitPort and args and args[0] is not None:  # a packet leaves the port
-            fp.add(("port", str(args[0].dst_lid)))
+        if cls is TransmitPort:
+            return self._port_step(obj.nic, args)
+        if cls is Responder and fn.__name__ == "_land_write":
+            return {_host(obj.nic)}  # an RDMA WRITE's bytes reach host memory
+        if cls is CompletionQueue:
+            return {_host(obj.context.nic)}
+        if cls is OpenibModule:  # an out-of-band connection message
+            return {("host", obj.hostname)}
+        if cls is greenlet:
+            name = self._process_name(sim, obj)
+            host = self._host_of_rank(sim, name) if name else None
+            return {("host", host)} if host else {ANY}
+        return {ANY}
+
+    @staticmethod
+    def _port_step(nic, args) -> set:
+        """``TransmitPort._done(pkt, qp)``: the arbiter, the switch port towards the
+        packet's destination and, for a QP's packet, that QP's departure bookkeeping
+        (T3 restarts its work queue there)."""
+        fp = {("port", nic.name)}
+        pkt = args[0] if args else None
+        if pkt is None:
+            return fp
+        if pkt.dst_lid != nic.lid:
+            fp.add(("switch", pkt.dst_lid))
+        qp = args[1] if len(args) > 1 else None
+        if qp is not None:
+            fp.add(("qp", qp.actor))
+            if _may_start_send(qp):
+                fp.add(("pcie", nic.name))
         return fp
+
+    def _host_of_rank(self, sim, name: str) -> str | None:
+        """The rank's host; a module announces it (``placement``) when it is built, before
+        any step ran, so the trace is read for it the first time it is needed."""
+        host = self.rank_hosts.get(name)
+        if host is None and sim.tracer is not None:
+            self.learn(sim, sim.tracer.events)
+            host = self.rank_hosts.setdefault(name, "")
+        return host or None
 
     def _process_name(self, sim, g) -> str | None:
         key = id(g)

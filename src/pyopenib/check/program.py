@@ -82,7 +82,7 @@ class ProgramRun:
         at = f"at {result.sim_time_ps / 1e6:.3f} us"
         if result.exit_code == 0:
             return Outcome(True, f"exit 0 {at}", output=output, modules=btls)
-        text = _summary(result, err.getvalue())
+        text = _summary(result, err.getvalue(), btls)
         stall = []
         if result.reason == "deadlock":
             # where each rank waits (the runner's report), then the BTL's share; the
@@ -119,12 +119,16 @@ class ConservationChecked:
         return getattr(self._btl, name)
 
 
-def _summary(result, err: str) -> str:
-    """The job's failure in one line, from what ``pyopenib run`` would have printed."""
+def _summary(result, err: str, btls) -> str:
+    """The job's failure in one line: a transport failure from the failed module's
+    ``TransportError`` (its ``detail`` field, what the hardware said), the rest from what
+    ``pyopenib run`` would have printed."""
     lines = [x.strip() for x in err.splitlines() if x.strip()]
     if result.reason == "transport":
-        detail = next((" ".join(x.split()) for x in lines if x.startswith("Detail:")), "")
-        return f"transport failure on rank {result.rank}: {detail}".rstrip(": ")
+        failed = btls[result.rank].failed if result.rank is not None else None
+        if failed is None:
+            return f"transport failure on rank {result.rank}"
+        return f"transport failure on rank {result.rank}: Detail: {failed.detail}"
     if result.reason == "deadlock":
         return "deadlock: every rank blocked, no event pending"
     if result.reason == "timeout":

@@ -28,8 +28,9 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ..sim import Oracle, Tracer
+from ..sim.choice import duration_options
 from ..sim.ties import TIE_LABEL, TieControl
-from .footprint import ANY, Footprints, event_object
+from .footprint import ANY, Footprints, event_object, host_projection
 from .timing import Timing, duration_choices
 
 __all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
@@ -78,12 +79,16 @@ class SearchOracle(Oracle):
     """Replays ``script`` at the branching choice points of ``timing`` (labels in
     ``labels``, or all when None), nominal after it; records the choices it met and, per
     tie, the alternatives that race (``reduce``). ``footprints``: the class computing
-    what each step touches (``check/footprint.Footprints``; tests give toy models theirs)."""
+    what each step touches (``check/footprint.Footprints``; tests give toy models theirs).
+
+    ``timing=None`` is the interval-ends enumeration of ``check/explore.py``: a duration's
+    options are its nominal value, then its low and high ends; same-instant events keep
+    the kernel's order (no tie choice points, the kernel's fast loop)."""
 
     def __init__(
         self,
         script=(),
-        timing: Timing = Timing.NOMINAL,
+        timing: Timing | None = Timing.NOMINAL,
         labels=None,
         reduce: bool = True,
         footprints=Footprints,
@@ -93,7 +98,7 @@ class SearchOracle(Oracle):
         self.labels = labels
         self.reduce = reduce
         self.trail: list[Choice] = []
-        self.ties = TieControl(event_object, observer=self)
+        self.ties = None if timing is None else TieControl(event_object, observer=self)
         self.sim = None
         self._footprints = footprints()
         self._when = None
@@ -120,11 +125,16 @@ class SearchOracle(Oracle):
         return pick
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
-        if not self._branches(label) or self.sim is None:
+        if not self._branches(label):
             return nominal
-        values = duration_choices(
-            self.timing, self.sim, label, lo, nominal, hi, self._relevant(label)
-        )
+        if self.timing is None:
+            values = duration_options(lo, nominal, hi)
+        elif self.sim is None:
+            return nominal
+        else:
+            values = duration_choices(
+                self.timing, self.sim, label, lo, nominal, hi, self._relevant(label)
+            )
         if len(values) == 1:
             return nominal
         pick = self.choose(label, len(values))
@@ -138,7 +148,7 @@ class SearchOracle(Oracle):
         other (a wire latency times the far end) is cut by every pending event."""
         if not self._steps or not label.startswith(LOCAL_PREFIXES):
             return None
-        here = self._steps[-1].fp
+        here = host_projection(self._steps[-1].fp)
         if ANY in here:
             return None
         static = self._footprints.static
@@ -146,7 +156,7 @@ class SearchOracle(Oracle):
 
         def relevant(entry) -> bool:
             fn, args = entry[2], entry[3]
-            return _conflict(static(sim, event_object(fn, args), fn, args), here)
+            return _conflict(host_projection(static(sim, event_object(fn, args), fn, args)), here)
 
         return relevant
 
@@ -275,7 +285,8 @@ def _execute(task):
     return ok, outcome, oracle.trail, oracle.signature()
 
 
-def _script(deviations) -> list[int]:
+def script_of(deviations) -> list[int]:
+    """The oracle script of an execution given as (choice index, option) deviations."""
     if not deviations:
         return []
     script = [0] * (deviations[-1][0] + 1)
@@ -284,13 +295,21 @@ def _script(deviations) -> list[int]:
     return script
 
 
-class _Inline:
+class InlineWorkers:
+    """The executor when none is given: the tasks run here, one after the other."""
+
     jobs = 1
     dask = None
 
     @staticmethod
     def map(fn, items) -> list:
         return [fn(item) for item in items]
+
+
+def batch_size(workers) -> int:
+    """Executions handed out at once: enough to keep every worker busy, few enough that
+    a search that stops at its first failure does little work past it."""
+    return 1 if workers.jobs == 1 and workers.dask is None else 4 * workers.jobs
 
 
 def explore(
@@ -308,8 +327,8 @@ def explore(
     most ``bound`` deviations (see the module docstring). With ``workers`` the level's
     executions run in ordered batches; counts and the violation are the sequential ones."""
     labels = frozenset(labels) if labels is not None else None
-    workers = workers or _Inline()
-    batch = 1 if workers.jobs == 1 and workers.dask is None else 4 * workers.jobs
+    workers = workers or InlineWorkers()
+    batch = batch_size(workers)
     level: list[tuple] = [()]
     executions = 0
     classes: set[str] = set()
@@ -343,7 +362,7 @@ def explore(
             if executions >= max_executions:
                 return result(False)
             chunk = level[at : at + min(batch, max_executions - executions)]
-            tasks = [(run, _script(d), timing, labels, reduce, footprints) for d in chunk]
+            tasks = [(run, script_of(d), timing, labels, reduce, footprints) for d in chunk]
             for devs, (ok, outcome, trail, sig) in zip(
                 chunk, workers.map(_execute, tasks), strict=True
             ):
@@ -353,7 +372,7 @@ def explore(
                     nominal_trail = trail
                 if not ok and violation is None:
                     violation = Violation(
-                        _script(devs),
+                        script_of(devs),
                         outcome,
                         [
                             (i, c.label, c.chosen, None if c.values is None else c.values[c.chosen])

@@ -137,18 +137,44 @@ class DeviceParamsTable:
 
 def load_device_params(paths: Iterable[str | Path], *, strict: bool = True) -> DeviceParamsTable:
     """Read every INI file in order. With ``strict`` any error raises ``PyopenibError``
-    (naming file and line); otherwise errors are left in ``diagnostics`` for a report."""
-    table = DeviceParamsTable(tuple(str(p) for p in paths))
-    for path in table.paths:
+    (naming file and line); otherwise errors are left in ``diagnostics`` for a report.
+
+    A strict table is parsed once per distinct file contents and then shared: every job
+    of a ``check`` search (thousands per process) resolves its settings from the same
+    files, and parsing them was a quarter of a small job's cost. Callers only read it."""
+    paths = tuple(str(p) for p in paths)
+    texts: list[str | OSError] = []
+    for path in paths:
         try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
+            texts.append(Path(path).read_text(encoding="utf-8", errors="replace"))
         except OSError as exc:
+            texts.append(exc)
+    key = (paths, tuple(t if isinstance(t, str) else None for t in texts))
+    if strict and None not in key[1]:
+        table = _STRICT_TABLES.get(key)
+        if table is None:
+            table = _parse_files(paths, texts, strict)
+            if len(_STRICT_TABLES) >= 8:
+                _STRICT_TABLES.clear()
+            _STRICT_TABLES[key] = table
+        return table
+    return _parse_files(paths, texts, strict)
+
+
+_STRICT_TABLES: dict[tuple, DeviceParamsTable] = {}
+"""Strictly loaded tables by (paths, file contents): a few configurations per process."""
+
+
+def _parse_files(paths: tuple[str, ...], texts, strict: bool) -> DeviceParamsTable:
+    table = DeviceParamsTable(paths)
+    for path, text in zip(paths, texts, strict=True):
+        if isinstance(text, OSError):
             if strict:
                 raise PyopenibError(
-                    "ini-file-missing", path=path, reason=exc.strerror or type(exc).__name__
+                    "ini-file-missing", path=path, reason=text.strerror or type(text).__name__
                 ) from None
             table.diagnostics.append(
-                IniDiagnostic("error", path, 0, f"cannot read file ({exc.strerror})")
+                IniDiagnostic("error", path, 0, f"cannot read file ({text.strerror})")
             )
             continue
         parse_ini_text(text, path, table)

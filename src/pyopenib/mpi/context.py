@@ -10,7 +10,6 @@ simulated time until its BTL has a completion.
 from __future__ import annotations
 
 import threading
-import time
 
 from greenlet import getcurrent
 
@@ -66,8 +65,6 @@ class RankContext:
         self.jobid = 1  # mpirun's job id: 1 for the launched job, 2... for spawned ones
         self.appnum = 0  # MPI_APPNUM: which command of its job's spawn the rank runs
         self.parent = None  # a spawned rank's intercommunicator to its parents (Get_parent)
-        self.cpu_scale = 0.0
-        self._cpu_mark = 0.0
 
     @property
     def pml(self):
@@ -75,25 +72,10 @@ class RankContext:
             raise self.thread_support.forbidden()
         return self._pml
 
-    def charge_cpu(self) -> None:
-        """With ``--cpu-scale F``: spend F x the CPU time the rank used since it last
-        resumed as simulated time (off by default: compute is free and runs repeat)."""
-        if self.cpu_scale:
-            spent = time.thread_time() - self._cpu_mark
-            if spent > 0:
-                self.sim.sleep(int(spent * self.cpu_scale * 1e12))
-            self._cpu_mark = time.thread_time()
-
-    def resumed(self) -> None:
-        if self.cpu_scale:
-            self._cpu_mark = time.thread_time()
-
     def poll(self) -> None:
         """One progress pass for a nonblocking check (Test, Iprobe)."""
         if self.pml.progress() == 0:
-            self.charge_cpu()
             self.sim.sleep(POLL_PS)
-            self.resumed()
 
     def wait_request(self, preq, call) -> None:
         """Drive progress until the PML request ``preq`` completes: ``wait_for`` without a
@@ -102,8 +84,6 @@ class RankContext:
             return
         if _get_ident() != self._main_ident:  # ``pml``'s check, inlined on the hot path
             raise self.thread_support.forbidden()
-        if self.cpu_scale:
-            self.charge_cpu()
         pml = self._pml
         outer = self.blocked_in
         if outer is None:
@@ -112,24 +92,45 @@ class RankContext:
             if pml.progress() == 0:
                 pml.wait_for_activity()
         self.blocked_in = outer
-        if self.cpu_scale:
-            self.resumed()
 
     def wait_for(self, done, call) -> None:
         """Drive progress until ``done()``; ``call`` names the MPI call for deadlock reports
         (a string, or a ``(render, *args)`` label that only a report renders)."""
         if done():
             return
-        self.charge_cpu()
+        self._progress_until(done, call, True)
+
+    def wait_matched(self, probe, call):
+        """Drive progress until ``probe()`` returns something other than None, and return
+        it; the caller has just called ``probe`` and got None. ``wait_for`` for a test of
+        the PML's matching queues (a matched or plain probe), which only a progress pass
+        that handled something can change: ``probe`` runs again only after such a pass,
+        not after every wake-up and not twice in a row (a blocked ``Mprobe``, hence every
+        lowercase ``recv``, probed five times per message through ``wait_for``)."""
+        return self._progress_until(probe, call, False)
+
+    def _progress_until(self, test, call, after_idle: bool):
+        """The loop of ``wait_for`` (``after_idle``: ``test()`` true ends it, tested after
+        every pass) and of ``wait_matched`` (``test()`` not None ends it, tested only
+        after a pass that handled something); returns the last ``test()``."""
         pml = self.pml
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call
-        while not done():
-            if pml.progress() == 0:
-                pml.wait_for_activity()
+        if after_idle:
+            while not (found := test()):
+                if pml.progress() == 0:
+                    pml.wait_for_activity()
+        else:
+            while True:
+                if pml.progress() == 0:
+                    pml.wait_for_activity()
+                    continue
+                found = test()
+                if found is not None:
+                    break
         self.blocked_in = outer
-        self.resumed()
+        return found
 
 
 def bind(glet, ctx: RankContext) -> None:

@@ -241,7 +241,22 @@ def _isend_data(self, st, data, dest, tag, sync, label) -> Request:
 
 def Isend(self, buf, dest: int, tag: int = 0) -> Request:
     """Nonblocking send in standard mode."""
-    return self._isend_buf(buf, dest, tag, False, "MPI_Isend")
+    # ``_isend_buf`` -> ``_isend_data`` -> ``_send_op`` written out, as in ``Send``
+    msg = message(buf, peer=dest)
+    st = self._st()
+    label = (_p2p_label, "MPI_Isend", msg, "dest", dest, tag, st)
+    if (
+        type(tag) is not int
+        or not 0 <= tag <= _INT_MAX
+        or type(dest) is not int
+        or not 0 <= dest < st.size
+    ):
+        return self._isend_data(st, msg.data, dest, tag, False, label)
+    rc = st.rc
+    if _get_ident() != rc._main_ident:  # ``rc.pml``'s thread check
+        raise rc.thread_support.forbidden()
+    preq = rc._pml.isend(msg.data, st.ranks[dest], st.ctx, st.rank, tag, False, label)
+    return wrap(PmlOperation(preq, False, None, label, (st.rank, tag)))
 
 
 def Issend(self, buf, dest: int, tag: int = 0) -> Request:
@@ -272,7 +287,24 @@ def _irecv_buf(self, msg, source, tag, call):
 
 def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
     """Nonblocking receive."""
-    return wrap(self._irecv_buf(message(buf, writable=True, peer=source), source, tag, "MPI_Irecv"))
+    msg = message(buf, writable=True, peer=source)
+    st = self._st()
+    if (
+        msg.staged
+        or type(tag) is not int
+        or not 0 <= tag <= _INT_MAX
+        or type(source) is not int
+        or not 0 <= source < st.size
+    ):
+        return wrap(self._irecv_buf(msg, source, tag, "MPI_Irecv"))
+    # ``_irecv_buf`` -> ``_recv_op`` written out for a plain source, tag and layout
+    label = (_p2p_label, "MPI_Irecv", msg, "source", source, tag, st)
+    rc = st.rc
+    if _get_ident() != rc._main_ident:  # ``rc.pml``'s thread check
+        raise rc.thread_support.forbidden()
+    return wrap(
+        PmlOperation(rc._pml.irecv(msg.data, st.ctx, source, tag, label), True, None, label)
+    )
 
 
 # -- buffered sends ----------------------------------------------------------------
@@ -473,7 +505,7 @@ def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> bo
     """Blocking test for a matching message."""
     if not self._probe_now(source, tag, status):
         label = (_probe_label, "MPI_Probe", source, tag, self._st())
-        current().wait_for(lambda: self._probe_now(source, tag, status), label)
+        current().wait_matched(lambda: self._probe_now(source, tag, status) or None, label)
     return True
 
 
@@ -506,16 +538,8 @@ def Mprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> M
     """Blocking test that matches a message, for a later ``Message.Recv``."""
     found = self._improbe_now(source, tag, status)
     if found is None:
-        box = []
-
-        def probe() -> bool:
-            m = self._improbe_now(source, tag, status)
-            if m is not None:
-                box.append(m)
-            return m is not None
-
-        current().wait_for(probe, (_probe_label, "MPI_Mprobe", source, tag, self._st()))
-        found = box[0]
+        label = (_probe_label, "MPI_Mprobe", source, tag, self._st())
+        found = current().wait_matched(lambda: self._improbe_now(source, tag, status), label)
     return found
 
 

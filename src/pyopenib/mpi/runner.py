@@ -136,7 +136,7 @@ class _Job:
     numbered in one sequence (the BTL's process index), as mpirun numbers them by job
     (``[[jobid,1],vpid]``)."""
 
-    def __init__(self, sim, btls, add_btls, out, err, tag_output, cpu_scale, space, support):
+    def __init__(self, sim, btls, add_btls, out, err, tag_output, space, support):
         self.sim = sim
         self.space = space
         self.btls = btls
@@ -144,7 +144,6 @@ class _Job:
         self.out = out
         self.err = err
         self.tag_output = tag_output
-        self.cpu_scale = cpu_scale
         self.support = support
         self.finished: list[bool] = []
         self.result: JobResult | None = None
@@ -182,7 +181,6 @@ class _Job:
                 kind: RankStream(vpid, kind, sink, self.tag_output, self.jobs)
                 for kind, sink in (("stdout", self.out), ("stderr", self.err))
             }
-            ctx.cpu_scale = self.cpu_scale
             self.contexts.append(ctx)
             self.finished.append(False)
         for rank in group:
@@ -214,7 +212,6 @@ class _Job:
         glet = getcurrent()
         context.bind(glet, ctx)
         self.space.enter(glet, ctx.modules)
-        ctx.resumed()
         try:
             try:
                 code = ctx.program.load()
@@ -231,7 +228,6 @@ class _Job:
                 self._end(
                     JobResult(exc.status, "failed", self.sim.now, rank), "mpi-rank-failed", ctx
                 )
-            ctx.charge_cpu()
             ctx.finalized = True
             self.finished[rank] = True
             if all(self.finished):
@@ -401,7 +397,6 @@ def run_job(
     ppn: int = 1,
     tag_output: bool = False,
     timeout: float | None = None,
-    cpu_scale: float = 0.0,
     stdout=None,
     stderr=None,
     add_btls=None,
@@ -430,7 +425,7 @@ def run_job(
         ):
             support = threads.ThreadSupport(mpi4py.rc)
             threads.activate(support)
-            job = _Job(sim, btls, add_btls, out, err, tag_output, cpu_scale, space, support)
+            job = _Job(sim, btls, add_btls, out, err, tag_output, space, support)
             job.start([(world, 0)] * nprocs, btls, hostnames)
             until = None if timeout is None else int(timeout * PS_PER_S)
             try:

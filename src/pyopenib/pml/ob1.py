@@ -86,7 +86,10 @@ class Pml:
         self._btl_send = btl.send
         self._btl_sendi = btl.sendi
         self._btl_progress = btl.progress
-        self._btl_wait = btl.wait_for_activity
+        self._host = btl.host  # the process's CPU: calls, matching and copies cost time
+        # the BTL's own method, bound here: a blocked rank calls it once per message, and
+        # the PML adds nothing to it (see ``wait_for_activity`` below for what it does)
+        self.wait_for_activity = btl.wait_for_activity
         self._progress_hooks: list = []
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
@@ -137,7 +140,11 @@ class Pml:
             eager_payload = self._eager_payload
         else:
             eager_payload = self._limits(peer)[0]
+        host = self._host
         if not sync and (n <= eager_payload or to_self):
+            # the call, the BTL's descriptor and the copy of the payload into it, before
+            # the doorbell
+            host.spend(host.mpi_call + host.btl_send + host.copy(n))
             msg = b"".join((_pack_match(MATCH, ctx, source, tag, seq), data))
             if to_self:
                 self._self_queue.append(msg)
@@ -151,6 +158,7 @@ class Pml:
         # Open MPI's btl/self moves any size in one step; the openib path sends an RTS.
         rts_payload = self._rts_payload if self._btl_limits is None else self._limits(peer)[1]
         first = n if to_self else min(n, rts_payload)
+        host.spend(host.mpi_call + host.btl_send + host.copy(first))
         hdr = RNDV_HDR.pack(RNDV, ctx, source, tag, seq, n, req.id)
         self._send_control(peer, b"".join((hdr, data[:first])))
         return req
@@ -164,6 +172,8 @@ class Pml:
         rid = self._next_id  # _new_id, inlined: every receive takes one
         self._next_id = rid + 1
         req = RecvRequest(rid, label, ctx, source, tag, buffer)
+        host = self._host
+        host.spend(host.mpi_call + host.match)  # the request and the unexpected-queue search
         queue = self._unexpected.get(ctx)
         if queue:
             for i, frag in enumerate(queue):
@@ -173,6 +183,7 @@ class Pml:
                 ):
                     del queue[i]
                     if frag.kind == MATCH:
+                        host.spend(host.copy(len(frag.payload)))  # out of the unexpected buffer
                         _fill_eager(req, frag.source, ftag, frag.payload)
                     else:
                         self._live[req.id] = req
@@ -241,7 +252,11 @@ class Pml:
         hooks; returns how many things advanced."""
         q = self._self_queue
         if not q and not self._progress_hooks:
-            return self._btl_progress()
+            n = self._btl_progress()
+            host = self._host
+            if host.owed:  # the matching and copies of what the pass handled
+                host.settle()
+            return n
         n = 0
         while q:
             self._on_message(self.rank, memoryview(q.popleft()))
@@ -249,6 +264,7 @@ class Pml:
         n += self._btl_progress()
         for hook in tuple(self._progress_hooks):
             n += hook()
+        self._host.settle()
         return n
 
     def register_progress(self, hook) -> None:
@@ -264,8 +280,9 @@ class Pml:
         """Block the process until its BTL has something to progress (a completion, an
         arrival): what a caller does after a ``progress()`` pass found nothing, as
         ``opal_progress`` yields the CPU. The MPI layer waits through the PML, never
-        through the BTL underneath it."""
-        self._btl_wait()
+        through the BTL underneath it. (Each instance binds the BTL's method over this
+        one in ``__init__``, so the wait costs no call of the PML's own.)"""
+        self.btl.wait_for_activity()
 
     def one_sided(self, ops: Mapping[str, Combine]) -> OscModule:
         """This process's one-sided (osc) component over the BTL the PML runs on: Open
@@ -276,6 +293,10 @@ class Pml:
     def _on_message(self, peer: int, view: memoryview) -> None:
         kind = view[0]
         if kind == MATCH or kind == RNDV:
+            host = self._host
+            # matching, and the payload's copy out of the BTL's buffer (into the posted
+            # receive, or the unexpected queue's copy); paid when the pass settles
+            host.owed += host.match + host.copy(len(view) - _MATCH_LEN)
             _, ctx, source, tag, seq = _unpack_match(view)
             key = (ctx, peer)
             expected_seq = self._expected_seq
@@ -344,6 +365,8 @@ class Pml:
         RDMA writes and the FIN, unless the RTS carried everything)."""
         req.source = frag.source
         req.tag = frag.tag
+        host = self._host
+        host.owed += host.btl_send  # the ACK's descriptor
         total = req.sent = frag.total
         buf = req.buffer
         if buf is None:
@@ -387,6 +410,8 @@ class Pml:
         req._handle = handle = self.btl.register_memory(req.data)
         step = self._frag if self._btl_limits is None else self._limits(req.peer)[2]
         req.puts_left = (total - offset + step - 1) // step
+        host = self._host
+        host.owed += host.btl_send * req.puts_left  # one descriptor per RDMA write
         for off in range(offset, total, step):
             n = min(step, total - off)
             self.btl.put(req.peer, handle, off, key, off, n, lambda r=req: self._on_put(r))
@@ -399,6 +424,8 @@ class Pml:
     def _finish_rndv(self, req: SendRequest) -> None:
         self.btl.deregister_memory(req._handle)  # every RDMA write of it has completed
         req._handle = None
+        host = self._host
+        host.owed += host.btl_send  # the FIN's descriptor
         self._send_control(req.peer, ID_HDR.pack(FIN, req.recv_id))
         self._done(req)
 

@@ -28,17 +28,21 @@ from heapq import heappop, heappush
 
 from ._kernel import Timer
 
-__all__ = ["TIE_LABEL", "TieControl", "receiver_of"]
+__all__ = ["TIE_LABEL", "TieControl", "callback_of", "receiver_of"]
 
 TIE_LABEL = "sim.tie"
 """The label of a same-instant tie choice point."""
 
 
+def callback_of(fn):
+    """The function a heap entry calls: the entry's own, or a ``Timer``'s."""
+    return fn.fn if fn.__class__ is Timer else fn
+
+
 def receiver_of(fn, args):
     """The object an event belongs to: the receiver of a bound method (unwrapping a
     ``Timer``), or the function itself."""
-    if fn.__class__ is Timer:
-        fn = fn.fn
+    fn = callback_of(fn)
     return getattr(fn, "__self__", fn)
 
 
