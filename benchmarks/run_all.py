@@ -18,6 +18,7 @@ BENCHMARKS = [
     "smpi_ratio",
     "message_cost",
     "alltoall",
+    "startup",
     "registration_leak",
     "ctrl_c_faults",
     "reference_digests",

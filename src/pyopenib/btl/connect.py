@@ -9,8 +9,6 @@ MPI's modex), so both sides size their QPs for the policies in force."""
 
 from __future__ import annotations
 
-from collections import deque
-
 from ..config.limits import qp_depths
 from ..verbs import QpState, WrOpcode
 from .endpoint import Endpoint, EndpointState
@@ -182,8 +180,7 @@ class ConnectionSetup:
         ep.state = _CONNECTED
         module.trace("connected", ep)
         credits = module.credits
-        lazy, ep.pending_lazy = ep.pending_lazy, deque()
-        for frag in lazy:
+        for frag in ep.take_pending_lazy():
             credits.start_send(ep, frag)
         for q in range(len(self.queues)):
             credits.send_credits(ep, q)  # anything owed while the handshake finished

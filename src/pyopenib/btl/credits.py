@@ -115,9 +115,9 @@ class CreditFlow:
         if verdict is _BY_CREDIT or verdict is _BY_RING:
             self.go(ep, qs, frag, verdict, False)
         elif verdict is _WAIT_WQE:
-            qs.no_wqe_pending[0 if frag.high else 1].append(frag)
+            qs.wait_for_wqe(frag)
         else:
-            qs.no_credits_pending[0 if frag.high else 1].append(frag)
+            qs.wait_for_credit(frag)
             if qs.per_peer:
                 self.credits_due(ep, qs)  # the acknowledgement rule may apply now
 

@@ -43,14 +43,27 @@ class EndpointState(StrEnum):
     """A fatal completion or async event: nothing more goes through this endpoint."""
 
 
-def _pending_pair() -> tuple[deque, deque]:
-    return (deque(), deque())
+NO_PENDING: tuple = ((), ())
+"""A pending pair nothing has waited on yet. Empty tuples read like empty deques (falsy,
+``len`` 0, nothing to iterate), so the drains need no special case; the first fragment
+that must wait gets its endpoint real deques (``_queue_on``). A deque costs 760 bytes
+even empty, and ten per endpoint were most of what a connection weighed (issue 13)."""
+
+
+def _queue_on(pair: tuple, frag) -> tuple:
+    """Append ``frag`` to the (high, low priority) ``pair`` by its priority; the pair to
+    keep (a new one when ``pair`` was ``NO_PENDING``)."""
+    if pair is NO_PENDING:
+        pair = (deque(), deque())
+    pair[0 if frag.high else 1].append(frag)
+    return pair
 
 
 class _EndpointQp:
     """What every QP kind owns toward one peer: the verbs QP and its send side."""
 
     __slots__ = (
+        "ep",
         "index",
         "spec",
         "qp",
@@ -67,6 +80,7 @@ class _EndpointQp:
     )
 
     def __init__(self, index: int, spec, sd_wqe: int):
+        self.ep = None  # the Endpoint this QP state belongs to (set by it)
         self.index = index
         self.spec = spec
         self.qp = None  # the verbs QueuePair, once connection setup creates it
@@ -78,8 +92,8 @@ class _EndpointQp:
         back with the next send completion on this QP."""
         self.wqe_count = QP_TX_BATCH_COUNT
         """Unsignaled sends left before ``sendi`` signals again."""
-        self.no_wqe_pending = _pending_pair()
-        """Fragments waiting for a WQE (high, low priority)."""
+        self.no_wqe_pending = NO_PENDING
+        """Fragments waiting for a WQE (high, low priority), created on first use."""
         self.credit_lock = False
         """A credit message for this QP is being built or is in flight (Open MPI's
         ``BTL_OPENIB_CREDITS_SEND_TRYLOCK``)."""
@@ -89,6 +103,10 @@ class _EndpointQp:
         """The QP state whose credit message carries this QP's credits (``credit_carrier``)."""
 
     # -- send work-queue entries (qp_get_wqe / qp_put_wqe) ----------------------------------
+    def wait_for_wqe(self, frag) -> None:
+        """Queue ``frag`` until a send WQE comes back (by its priority)."""
+        self.no_wqe_pending = _queue_on(self.no_wqe_pending, frag)
+
     def acquire_wqe(self) -> bool:
         """Take a send WQE; False (nothing taken) when the send queue is full."""
         if self.sd_wqe <= 0:
@@ -151,7 +169,7 @@ class PerPeerQp(_EndpointQp):
 
     def __init__(self, index: int, spec):
         super().__init__(index, spec, spec.rd_num)
-        self.no_credits_pending = _pending_pair()
+        self.no_credits_pending = NO_PENDING
         self.sd_credits = spec.rd_num
         """Sends I may still issue (buffers the peer posted for me)."""
         self.rd_posted = 0
@@ -176,6 +194,10 @@ class PerPeerQp(_EndpointQp):
         self.cm_msgs_received = 0
 
     # -- send credits (credit_acquire / credit_release) -------------------------------------
+    def wait_for_credit(self, frag) -> None:
+        """Queue ``frag`` until the peer returns a credit (by its priority)."""
+        self.no_credits_pending = _queue_on(self.no_credits_pending, frag)
+
     def has_credit(self) -> bool:
         return self.sd_credits > 0
 
@@ -419,6 +441,10 @@ class SharedRqQp(_EndpointQp):
         self.no_credits_pending = srq.pending  # one list for every peer (``srq_qp.pending_frags``)
         self.srq_credits_inflight = 0
 
+    def wait_for_credit(self, frag) -> None:
+        """Queue ``frag`` on the SRQ's list, shared by every peer, until a credit frees."""
+        self.no_credits_pending[0 if frag.high else 1].append(frag)
+
     def has_credit(self) -> bool:
         return self.srq.sd_credits > 0
 
@@ -541,6 +567,7 @@ class Endpoint:
         self.qps = [make_qp_state(i, q, srqs[i]) for i, q in enumerate(queues)]
         credits_qp = credits_qp_index(queues)
         for s in self.qps:
+            s.ep = self
             s.carrier = s.credit_carrier(self.qps, credits_qp)
         self.remote_lid = 0
         self.peer_policy = peer_policy
@@ -553,8 +580,27 @@ class Endpoint:
         self.eager_frags_sent = 0
         self.cts_sent = False
         self.cts_received = False
-        self.pending_lazy: deque = deque()  # fragments waiting for the connection
-        self.pending_rdma: deque = deque()  # RDMA put/get work requests waiting for a WQE
+        self.pending_lazy: deque | tuple = ()
+        """Fragments waiting for the connection (a deque from the first one on)."""
+        self.pending_rdma: deque | tuple = ()
+        """RDMA put/get work requests waiting for a WQE (a deque from the first one on)."""
+
+    def wait_for_connection(self, frag) -> None:
+        """Queue ``frag`` until the connection is up."""
+        if not self.pending_lazy:
+            self.pending_lazy = deque()
+        self.pending_lazy.append(frag)
+
+    def take_pending_lazy(self):
+        """The fragments that waited for the connection, in order; none wait after."""
+        lazy, self.pending_lazy = self.pending_lazy, ()
+        return lazy
+
+    def wait_for_rdma_wqe(self, wr) -> None:
+        """Queue a put/get work request until a send WQE comes back."""
+        if not self.pending_rdma:
+            self.pending_rdma = deque()
+        self.pending_rdma.append(wr)
 
     def verbs_qps(self) -> list:
         """The verbs QueuePairs of this endpoint, in QP order (None before they exist)."""

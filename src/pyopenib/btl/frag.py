@@ -8,13 +8,23 @@ are counted in the wire size, as in Open MPI.
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 import numpy as np
 
 from ..verbs import Sge
 
-__all__ = ["Frag", "HEADER", "TAG_IB", "CTL_CREDITS", "CTL_CTS", "CREDIT_BODY", "UNSIGNALED"]
+__all__ = [
+    "Frag",
+    "FragBuffers",
+    "HEADER",
+    "TAG_IB",
+    "CTL_CREDITS",
+    "CTL_CTS",
+    "CREDIT_BODY",
+    "UNSIGNALED",
+]
 
 HEADER = struct.Struct("<BBH")
 CREDIT_BODY = struct.Struct("<BBH")
@@ -94,6 +104,63 @@ class Frag:
             mr = self.mr
             sges = self._sges = (Sge(mr.addr, length, mr.lkey),)
         return sges
+
+
+CHUNK_BYTES = 4 << 20
+"""Bytes of buffer memory one chunk of a ``FragBuffers`` maps at a time (at least one
+buffer). Big enough that a 4096-rank job maps few regions per process (the kernel's
+``vm.max_map_count`` is 65,530), small enough that a rank sending little maps little."""
+
+
+class FragSlice:
+    """A fragment buffer's place in its chunk's registration: the SGE address of its
+    first byte and the chunk's lkey (what ``ibv_sge`` needs; Open MPI's free-list items
+    share their chunk's registration the same way)."""
+
+    __slots__ = ("addr", "lkey")
+
+    def __init__(self, addr: int, lkey: int):
+        self.addr = addr
+        self.lkey = lkey
+
+
+class FragBuffers:
+    """The buffers of one size class (one receive queue), carved from registered chunks
+    as Open MPI's free lists grow (``ompi_free_list_grow``: one allocation and one
+    registration for many fragments).
+
+    A chunk is an anonymous memory map with transparent huge pages refused, so a buffer
+    costs resident memory only once something is written into it: a posted receive
+    buffer nobody has sent to, or the unused tail of a 64 KiB buffer, costs address space
+    only. One ``np.empty`` per buffer cost a page each (the allocator writes a header in
+    front of every block): ~2.8 MB per process for the default SRQs' 832 buffers, before
+    any message (issue 13)."""
+
+    __slots__ = ("size", "per_chunk", "_pd", "_access", "_chunk", "_mr", "_next")
+
+    def __init__(self, pd, size: int, access: int):
+        self.size = size
+        self.per_chunk = max(1, CHUNK_BYTES // size)
+        self._pd = pd
+        self._access = access
+        self._chunk: np.ndarray | None = None
+        self._mr = None  # the chunk's MemoryRegion
+        self._next = self.per_chunk
+
+    def take(self) -> tuple[np.ndarray, FragSlice]:
+        """A new buffer (a view into the current chunk, mapping the next one when it is
+        used up) and where it lies in the chunk's registration."""
+        if self._next == self.per_chunk:
+            area = mmap.mmap(-1, self.size * self.per_chunk)
+            area.madvise(mmap.MADV_NOHUGEPAGE)  # else a write may fault in 2 MiB
+            self._chunk = np.frombuffer(area, dtype=np.uint8)
+            self._mr = self._pd.reg_mr(self._chunk, self._access)
+            self._next = 0
+        offset = self._next * self.size
+        self._next += 1
+        mr = self._mr
+        buf = self._chunk[offset : offset + self.size]
+        return buf, FragSlice(mr.addr + offset, mr.lkey)
 
 
 class _Unsignaled:

@@ -56,6 +56,7 @@ from .frag import (
     TAG_IB,
     UNSIGNALED,
     Frag,
+    FragBuffers,
 )
 from .interface import BtlLimits, BtlModule
 from .rcache import RegisteredMemory, RegistrationCache
@@ -65,6 +66,7 @@ from .srq import SharedRq
 __all__ = ["OpenibModule", "QpTraffic"]
 
 _ACCESS_ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+_LOCAL = Access.LOCAL_WRITE
 _RKEY_BITS = 24
 _CONNECTED = EndpointState.CONNECTED
 _CLOSED = EndpointState.CLOSED
@@ -136,12 +138,15 @@ class OpenibModule(BtlModule):
         self.pd = context.alloc_pd()
         self.cq = context.create_cq(min(settings.cq_size, device.max_cqe))
         self.endpoints: dict[int, Endpoint] = {}
-        self._ep_by_qpn: dict[int, tuple[Endpoint, int]] = {}
+        self._qp_owner: dict = {}
+        """qp_num -> the endpoint's state of that QP (``ep`` and ``index`` name the owner;
+        a (endpoint, index) tuple per QP was 64 bytes more per QP)."""
         self._callbacks: dict[int, object] = {}
         self._free: list[list[Frag]] = [[] for _ in self.queues]
         self._first_size = self.queues[0].size  # what fits queue 0 needs no search
-        self._buf_size = [
-            HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN for q in self.queues
+        self._buffers = [
+            FragBuffers(self.pd, HDR_LEN + max(q.size, CONNECT_BODY.size) + FOOTER_LEN, _LOCAL)
+            for q in self.queues
         ]
         self._fatal: TransportError | None = None
         self._frag_count = 0
@@ -223,7 +228,7 @@ class OpenibModule(BtlModule):
         """A new fragment for ``ep``: waits for the connection (opening it on first use),
         or goes through the credit flow's admission behind what already waits."""
         if ep.state != _CONNECTED:
-            ep.pending_lazy.append(frag)
+            ep.wait_for_connection(frag)
             if ep.state == _CLOSED:
                 self.connections.connect(ep)
             return
@@ -336,10 +341,9 @@ class OpenibModule(BtlModule):
             frag.kind = kind
             frag.order = q
             return frag
-        # np.empty: pages of a buffer nobody has written yet stay unallocated (a P queue
-        # of 256 x 64 KiB buffers per peer costs address space, not memory)
-        buf = np.empty(self._buf_size[q], dtype=np.uint8)
-        mr = self.pd.reg_mr(buf, Access.LOCAL_WRITE)
+        # pages of a buffer nobody has written yet stay unallocated (a P queue of
+        # 256 x 64 KiB buffers per peer costs address space, not memory)
+        buf, mr = self._buffers[q].take()
         self._frag_count += 1
         return Frag(kind, buf, mr, q, self._frag_count)
 
@@ -366,10 +370,15 @@ class OpenibModule(BtlModule):
 
     def own_qp(self, qp_num: int, ep: Endpoint, q: int) -> None:
         """Completions and async events naming ``qp_num`` are ``ep``'s, QP q."""
-        self._ep_by_qpn[qp_num] = (ep, q)
+        self._qp_owner[qp_num] = ep.qps[q]
 
     def disown_qp(self, qp_num: int) -> None:
-        self._ep_by_qpn.pop(qp_num, None)
+        self._qp_owner.pop(qp_num, None)
+
+    def _owner(self, qp_num: int) -> tuple[Endpoint, int] | None:
+        """(endpoint, QP index) owning ``qp_num``, or None for a QP not this module's."""
+        qs = self._qp_owner.get(qp_num)
+        return None if qs is None else (qs.ep, qs.index)
 
     # -- posting --------------------------------------------------------------------------
     def post_control(
@@ -436,7 +445,7 @@ class OpenibModule(BtlModule):
         )
         if ep.pending_rdma or not qs.acquire_wqe():
             # no free WQE: wait on the put/get pending list (Open MPI's pending_put_frags)
-            ep.pending_rdma.append(wr)
+            ep.wait_for_rdma_wqe(wr)
             return
         self.post_rdma(ep, qs, wr)
 
@@ -565,7 +574,7 @@ class OpenibModule(BtlModule):
         self.credits.credits_due(ep, cs)  # send_credits(ep, cqp), one call fewer
 
     def _srq_endpoint(self, wc):
-        found = self._ep_by_qpn.get(wc.qp_num)
+        found = self._owner(wc.qp_num)
         if found is None:
             raise RuntimeError(f"SRQ completion for unknown QP {wc.qp_num}")
         return found
@@ -576,7 +585,7 @@ class OpenibModule(BtlModule):
             return
         ep = frag.ep if isinstance(frag, Frag) else None
         if ep is None:
-            ep, _ = self._ep_by_qpn.get(wc.qp_num, (None, 0))
+            ep, _ = self._owner(wc.qp_num) or (None, 0)
         self._fail(ep, wc.qp_num, wc.status.name, f"work completion status {wc.status.name}")
 
     def _on_async(self, event) -> None:
@@ -587,7 +596,7 @@ class OpenibModule(BtlModule):
                 self.credits.srq_limit_reached(srq)
             return
         if self._fatal is None and kind in (AsyncEventType.QP_FATAL, AsyncEventType.CQ_ERR):
-            owned = self._ep_by_qpn.get(event.qp_num)
+            owned = self._owner(event.qp_num)
             if owned is None and kind == AsyncEventType.QP_FATAL:
                 # not a live QP of this module: a neighbour process's on the shared NIC,
                 # or one this module retired itself; neither is this process's failure
@@ -598,7 +607,7 @@ class OpenibModule(BtlModule):
         self.wake()
 
     def _fail(self, ep, qp_num: int, status: str, detail: str) -> None:
-        q = self._ep_by_qpn.get(qp_num, (None, -1))[1]
+        q = (self._owner(qp_num) or (None, -1))[1]
         if ep is not None:
             ep.state = EndpointState.FAILED
         report = failure_report(self, ep, q, status, detail)

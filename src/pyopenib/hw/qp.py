@@ -148,6 +148,24 @@ class _Msg:
         self.read_data = None
 
 
+class _LazyDeques:
+    """A state object whose deques are created on first use: ``_DEQUES`` names slots
+    left unset by ``__init__``; the first read of one (Python calls ``__getattr__`` only
+    when the slot is empty) puts an empty deque there, and every later read is a plain
+    slot read. An empty deque costs 760 bytes, and most QPs of a large job never queue
+    anything on most of their queues (issue 13)."""
+
+    __slots__ = ()
+    _DEQUES: frozenset = frozenset()
+
+    def __getattr__(self, name: str):
+        if name not in self._DEQUES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = deque()
+        setattr(self, name, value)
+        return value
+
+
 class SendQueue:
     """The send queue's accounting: WRs posted and not yet completed (verbs refuses a
     post beyond ``max_send_wr``), unsignaled WRs retired since the last signaled one
@@ -162,16 +180,17 @@ class SendQueue:
         self.last_cqe = 0
 
 
-class ReceiveQueue:
+class ReceiveQueue(_LazyDeques):
     """Posted receives, in order, each ``[RecvWR, usable]``: a receive becomes usable
     some time after ``post_recv`` (``recv_usable``, or after the sends ahead of it on a
     shared work queue), in posting order; a SEND consumes the oldest one only if usable.
-    ``last_cqe``: when the last receive CQE is written (in order, like the send side)."""
+    ``last_cqe``: when the last receive CQE is written (in order, like the send side).
+    ``entries`` is created on first use (a QP on an SRQ never posts its own)."""
 
     __slots__ = ("entries", "last_ready", "last_cqe")
+    _DEQUES = frozenset(("entries",))
 
     def __init__(self):
-        self.entries: deque = deque()
         self.last_ready = 0
         self.last_cqe = 0
 
@@ -234,48 +253,59 @@ class HwSrq(ReceiveQueue):
         self.armed = limit > 0
 
 
+NEVER_LEAVING: deque = deque(maxlen=0)
+"""The ``leaving`` list of every QP on a ``split`` device: always empty (the port reads it
+after each send; only a ``shared`` engine appends), one for all instead of an empty deque
+per QP."""
+
+
 def _mark_usable(entry) -> None:
     entry[1] = True
 
 
-class WorkQueue:
+class WorkQueue(_LazyDeques):
     """What the work-queue engine processes: ``fifo`` is the send engine's queue on a
     ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one;
     ``leaving`` the MSNs of sends fetched but not yet fully on the wire (shared: a receive
     entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order,
-    ``last_emit`` its sends' cutting into packets in posting order."""
+    ``last_emit`` its sends' cutting into packets in posting order. Both deques are
+    created on first use; a ``split`` engine has no receive entry to hold back, so it
+    never records a leaving send and shares ``NEVER_LEAVING``."""
 
     __slots__ = ("fifo", "busy", "leaving", "last_doorbell", "last_emit")
+    _DEQUES = frozenset(("fifo", "leaving"))
 
-    def __init__(self):
-        self.fifo: deque = deque()
+    def __init__(self, shared: bool = True):
         self.busy = False
-        self.leaving: deque[int] = deque()
         self.last_doorbell = 0
         self.last_emit = 0  # split: when the last send is cut (sends are cut in order)
+        if not shared:
+            self.leaving = NEVER_LEAVING
 
     def queued_sends(self) -> int:
         """Sends the engine has not started yet (receive entries are lists)."""
         return sum(1 for item in self.fifo if type(item) is not list)
 
 
-class TransmitQueue:
+class TransmitQueue(_LazyDeques):
     """A QP's packets ready for the transmit port, which serves QPs round-robin per packet;
-    ``paused`` between an RNR NAK and the retransmission (the port skips the QP)."""
+    ``paused`` between an RNR NAK and the retransmission (the port skips the QP).
+    ``packets`` (of ``Packet``) is created on first use."""
 
     __slots__ = ("packets", "in_arbiter", "paused")
+    _DEQUES = frozenset(("packets",))
 
     def __init__(self):
-        self.packets: deque[Packet] = deque()
         self.in_arbiter = False
         self.paused = False
 
 
-class RequesterState:
+class RequesterState(_LazyDeques):
     """The RC requester of one QP: message and packet sequence numbers, the messages sent
-    and not yet acknowledged, the transport timer (one per QP, re-armed lazily: see
-    ``Requester.rto_start``), the READ response being received, and the RNR NAKs and
-    retransmissions it has seen (what a driver's debug counters show)."""
+    and not yet acknowledged (``inflight``, of ``_Msg``, created on first use), the
+    transport timer (one per QP, re-armed lazily: see ``Requester.rto_start``), the READ
+    response being received, and the RNR NAKs and retransmissions it has seen (what a
+    driver's debug counters show)."""
 
     __slots__ = (
         "next_msn",
@@ -291,13 +321,13 @@ class RequesterState:
         "retransmissions",
         "dma_end",
     )
+    _DEQUES = frozenset(("inflight",))
 
     def __init__(self):
         self.dma_end = 0
         """When the last READ response write to host memory lands (absolute ps)."""
         self.next_msn = 0
         self.next_psn = 0
-        self.inflight: deque[_Msg] = deque()
         self.rto_idle = True  # nothing transmitted is waiting for an acknowledgement
         self.rto_armed = False
         self.rto_base = 0  # when the timer (re)started: first transmission or progress
@@ -337,7 +367,12 @@ class ResponderState:
 
 class HwQp:
     """An RC queue pair's hardware context: the attributes ``ibv_modify_qp`` sets, and the
-    state of each part of the NIC that works on it (see the module docstring)."""
+    state of each part of the NIC that works on it (see the module docstring).
+
+    Each part's state object (``_PARTS``) and the trace name ``actor`` are made on first
+    use: a connection creates a QP per receive queue, and in most jobs most of them never
+    carry a message (an 8-byte alltoall uses one of four). A QP's first read of a part
+    goes through ``__getattr__``; every later one is a plain slot read (issue 13)."""
 
     __slots__ = (
         "nic",
@@ -376,8 +411,6 @@ class HwQp:
     ):
         self.nic = nic
         self.qpn = qpn
-        self.actor = f"{nic.name}/qp{qpn}"
-        """The QP as trace events name it."""
         self.async_handler = async_handler  # the owning context's (affiliated events)
         self.send_cq = send_cq
         self.recv_cq = recv_cq
@@ -391,12 +424,19 @@ class HwQp:
         self.min_rnr_timer = 12
         self.retry_cnt = 7
         self.timeout = 20
-        self.sq = SendQueue()
-        self.rq = ReceiveQueue()
-        self.wq = WorkQueue()
-        self.tx = TransmitQueue()
-        self.req = RequesterState()
-        self.resp = ResponderState()
+
+    def __getattr__(self, name: str):
+        part = _PARTS.get(name)
+        if part is WorkQueue:
+            value = WorkQueue(self.nic.engine.shared)  # the engine says what it records
+        elif part is not None:
+            value = part()
+        elif name == "actor":  # the QP as trace events name it
+            value = f"{self.nic.name}/qp{self.qpn}"
+        else:
+            raise AttributeError(f"'HwQp' object has no attribute {name!r}")
+        setattr(self, name, value)
+        return value
 
     def recv_backlog(self) -> tuple[int, int]:
         """(posted receives, of which usable) — what a race report wants to show."""
@@ -405,6 +445,17 @@ class HwQp:
     def queued_sends(self) -> int:
         """Sends posted and not yet started by the work-queue engine."""
         return self.wq.queued_sends()
+
+
+_PARTS = {
+    "sq": SendQueue,
+    "rq": ReceiveQueue,
+    "wq": WorkQueue,
+    "tx": TransmitQueue,
+    "req": RequesterState,
+    "resp": ResponderState,
+}
+"""``HwQp``'s per-part state objects, by slot, made when the part first looks."""
 
 
 class TracedWrId(Protocol):

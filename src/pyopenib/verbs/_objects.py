@@ -100,6 +100,10 @@ class Context:
         self.model = nic.model
         self.async_events: deque[AsyncEvent] = deque()
         self.on_async = None
+        self.async_handler = self._async
+        """What the NIC calls with an event about one of this context's objects: bound
+        once, not once per QP (a bound method is 64 bytes, and a large job has millions
+        of QPs)."""
 
     @property
     def name(self) -> str:
@@ -197,7 +201,7 @@ class CompletionQueue:
         if len(self.entries) >= self.capacity:
             self.overruns += 1
             ctx = self.context
-            ctx.nic.raise_async(ctx._async, AsyncEventType.CQ_ERR, wc.qp_num, "CQ overrun")
+            ctx.nic.raise_async(ctx.async_handler, AsyncEventType.CQ_ERR, wc.qp_num, "CQ overrun")
             return
         self.entries.append(wc)
         if self._notify:
@@ -258,7 +262,7 @@ class QueuePair:
         self.max_recv_wr = max_recv_wr
         self.max_inline = max_inline
         self.hw: HwQp = ctx.nic.create_qp(
-            send_cq, recv_cq, srq.hw if srq else None, max_send_wr, ctx._async
+            send_cq, recv_cq, srq.hw if srq else None, max_send_wr, ctx.async_handler
         )
         self.destroyed = False
 
@@ -363,7 +367,7 @@ class SharedReceiveQueue:
     def __init__(self, pd: ProtectionDomain, max_wr: int, srq_limit: int):
         self.pd = pd
         self.max_wr = max_wr
-        self.hw: HwSrq = pd.context.nic.create_srq(max_wr, pd.context._async)
+        self.hw: HwSrq = pd.context.nic.create_srq(max_wr, pd.context.async_handler)
         if srq_limit:
             self.hw.arm(srq_limit)
 

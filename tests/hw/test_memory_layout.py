@@ -1,0 +1,94 @@
+"""What a connection costs in memory (issue 13): state made on first use, buffers carved
+from registered chunks. The simulation's answer is the reference digests' to keep; these
+tests pin the layout rules that keep a 1024-rank job small and show that the lazily made
+state behaves as the eagerly made state did."""
+
+from collections import deque
+
+import numpy as np
+
+from pyopenib.btl.endpoint import NO_PENDING, PerPeerQp
+from pyopenib.btl.frag import CHUNK_BYTES, FragBuffers
+from pyopenib.config.receive_queues import parse_receive_queues
+from pyopenib.hw.device_model import get_device_model
+from pyopenib.hw.qp import NEVER_LEAVING, HwQp
+from pyopenib.sim import Simulator
+from pyopenib.verbs import Access, Context, open_devices
+
+_PARTS = ("sq", "rq", "wq", "tx", "req", "resp", "actor")
+
+
+def _context(device: str = "mellanox-hermon") -> Context:
+    return open_devices(Simulator(), [get_device_model(device)], ["nic0"])[0]
+
+
+def _unset(obj, name: str) -> bool:
+    """True when slot ``name`` holds nothing yet (reading the class's descriptor
+    directly does not go through ``__getattr__``)."""
+    try:
+        getattr(type(obj), name).__get__(obj)
+    except AttributeError:
+        return True
+    return False
+
+
+def test_a_new_qp_holds_no_part_state_until_a_part_looks():
+    ctx = _context()
+    pd = ctx.alloc_pd()
+    cq = ctx.create_cq(16)
+    qp = pd.create_qp(cq, cq, 8, 8)
+    hw: HwQp = qp.hw
+    assert all(_unset(hw, name) for name in _PARTS)
+    assert hw.req.next_psn == 0 and hw.req.inflight == deque()  # made as __init__ made it
+    assert hw.actor == f"nic0/qp{hw.qpn}"
+    assert not _unset(hw, "req") and _unset(hw, "wq") and _unset(hw, "tx")
+
+
+def test_a_split_device_shares_one_always_empty_leaving_list():
+    split = _context("mellanox-hermon").nic
+    shared = _context("chelsio-t3").nic
+    assert split.model.work_queue == "split" and shared.model.work_queue == "shared"
+    a = HwQp(split, 1, None, None, None, 8)
+    b = HwQp(split, 2, None, None, None, 8)
+    assert a.wq.leaving is b.wq.leaving is NEVER_LEAVING and not a.wq.leaving
+    c = HwQp(shared, 3, None, None, None, 8)
+    c.wq.leaving.append(7)
+    assert list(c.wq.leaving) == [7] and c.wq.leaving is not NEVER_LEAVING
+
+
+def test_frag_buffers_are_views_of_one_registration_per_chunk():
+    ctx = _context()
+    pd = ctx.alloc_pd()
+    size = 65_540
+    buffers = FragBuffers(pd, size, Access.LOCAL_WRITE)
+    assert buffers.per_chunk == CHUNK_BYTES // size
+    taken = [buffers.take() for _ in range(buffers.per_chunk + 1)]
+    mpt = ctx.nic.memory.mpt
+    assert len(mpt) == 2  # two chunks, one registration each
+    first, second = taken[0][1], taken[1][1]
+    assert first.lkey == second.lkey and second.addr == first.addr + size
+    assert taken[-1][1].lkey != first.lkey  # the next chunk
+    # the bytes an SGE names are the buffer's: a write through the NIC lands in the view
+    buf, where = taken[1]
+    mr = mpt[where.lkey]
+    offset = where.addr - mr.addr
+    mr.buffer[offset : offset + 3] = np.frombuffer(b"abc", dtype=np.uint8)
+    assert bytes(buf[:3]) == b"abc" and buf.nbytes == size
+    assert np.shares_memory(buf, mr.buffer) and not np.shares_memory(buf, taken[0][0])
+
+
+def test_pending_lists_are_made_by_the_first_waiting_fragment_and_keep_priority_order():
+    spec = parse_receive_queues("P,128,4,2,2")[0]
+    qs = PerPeerQp(0, spec)
+    assert qs.no_wqe_pending is NO_PENDING and qs.no_credits_pending is NO_PENDING
+    assert not any(qs.no_wqe_pending) and qs.waiting_for_wqe() == 0
+
+    class F:
+        def __init__(self, name, high):
+            self.name, self.high = name, high
+
+    for name, high in (("a", False), ("b", True), ("c", False)):
+        qs.wait_for_wqe(F(name, high))
+    high, low = qs.no_wqe_pending
+    assert [f.name for f in high] == ["b"] and [f.name for f in low] == ["a", "c"]
+    assert qs.no_credits_pending is NO_PENDING  # the other list stays unmade
