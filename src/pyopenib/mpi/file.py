@@ -37,13 +37,13 @@ import weakref
 import numpy as np
 
 from . import errhandler, pack
+from . import info as hints_of
 from .buffers import message
 from .comm import Comm
 from .constants import IO_MODES
 from .datatypes import DATATYPES
 from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
-from .info import GivenHints
 from .request import completed_request
 from .status import ANY_SOURCE, ANY_TAG
 
@@ -222,13 +222,18 @@ _NULL_FILE = _NullFile()
 
 
 @errhandler.routes_errors
-class File(GivenHints, HandleObject):
+class File(HandleObject):
     """File I/O context."""
 
     __slots__ = ()
     __module__ = "mpi4py.MPI"
     _constants: dict = {}
     _null_name = "FILE_NULL"
+
+    # -- hints (info) -------------------------------------------------------------------
+    Set_info = hints_of.Set_info
+    Get_info = hints_of.Get_info
+    info = hints_of.hints
 
     # -- error handlers (errhandler) ----------------------------------------------------
     _errh_kind = "File"

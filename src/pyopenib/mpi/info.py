@@ -22,7 +22,7 @@ from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
 from .startup import Query_thread
 
-__all__ = ["INFO_ENV", "INFO_NULL", "GivenHints", "Info", "NAMES", "info_items"]
+__all__ = ["INFO_ENV", "INFO_NULL", "Get_info", "Info", "NAMES", "Set_info", "hints", "info_items"]
 
 _ERR_INFO = ERROR_CLASSES["ERR_INFO"][0]
 _ERR_INFO_KEY = ERROR_CLASSES["ERR_INFO_KEY"][0]
@@ -287,29 +287,34 @@ def _environment() -> dict[str, str]:
     }
 
 
-class GivenHints:
-    """``Set_info``/``Get_info``/``info`` of a window or a file: the hints the program gave
-    (its state's ``info``), as osc/rdma and OMPIO keep no hints of their own to report."""
+# -- the hints of a window or a file ---------------------------------------------------
+# ``Set_info``/``Get_info``/``info`` as ``Win`` and ``File`` declare them in their bodies:
+# the hints the program gave (the object's state's ``info``), as osc/rdma and OMPIO keep
+# no hints of their own to report.
 
-    __slots__ = ()
 
-    def Set_info(self, info) -> None:
-        """Set new values of the hints."""
-        self._s().info = info
+def Set_info(self, info) -> None:
+    """Set new values of the hints."""
+    self._s().info = info
 
-    def Get_info(self) -> Info:
-        """Return the hints in use: a copy of those given."""
-        info = self._s().info
-        return info.Dup() if info else Info.Create()
 
-    @property
-    def info(self) -> Info:
-        """Info hints."""
-        return self.Get_info()
+def Get_info(self) -> Info:
+    """Return the hints in use: a copy of those given."""
+    info = self._s().info
+    return info.Dup() if info else Info.Create()
 
-    @info.setter
-    def info(self, value) -> None:
-        self.Set_info(value)
+
+def _get_hints(self) -> Info:
+    """Info hints."""
+    return self.Get_info()
+
+
+def _set_hints(self, value) -> None:
+    self.Set_info(value)
+
+
+hints = property(_get_hints, _set_hints)
+"""The ``info`` property of a window or a file."""
 
 
 INFO_NULL = Info._predefine("INFO_NULL", None)

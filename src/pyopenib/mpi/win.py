@@ -29,6 +29,7 @@ import numpy as np
 
 from ..pml.osc import DONE, OscError, OscModule
 from . import attributes, errhandler, pack
+from . import info as hints_of
 from .attributes import attributes_of, delete_attributes
 from .buffers import as_bytes, message
 from .comm import Comm, Intracomm
@@ -36,7 +37,6 @@ from .constants import RMA, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODE
 from .context import current
 from .error_classes import ERROR_CLASSES, Exception
 from .handles import HandleObject, MpiObject
-from .info import GivenHints
 from .memory import buffer
 from .ops import OPS, Op, check_op
 from .request import Operation, Request, completed_request, wrap
@@ -185,7 +185,7 @@ class _RmaOperation(Operation):
 
 
 @errhandler.routes_errors
-class Win(GivenHints, HandleObject):
+class Win(HandleObject):
     """Remote memory access context."""
 
     __slots__ = ()
@@ -206,6 +206,11 @@ class Win(GivenHints, HandleObject):
     Free_keyval = classmethod(attributes.Free_keyval)
     Set_attr = attributes.Set_attr
     Delete_attr = attributes.Delete_attr
+
+    # -- hints (info) -------------------------------------------------------------------
+    Set_info = hints_of.Set_info
+    Get_info = hints_of.Get_info
+    info = hints_of.hints
 
     # -- error handlers (errhandler) ----------------------------------------------------
     _errh_kind = "Win"
