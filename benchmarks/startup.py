@@ -13,6 +13,7 @@ Run: ``.venv/bin/python benchmarks/startup.py [ranks ...]`` (default 4096).
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import tempfile
@@ -84,4 +85,6 @@ def main(ranks=RANKS) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main(tuple(int(a) for a in sys.argv[1:]) or RANKS)
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("ranks", nargs="*", type=int, help=f"job sizes (default {RANKS[0]})")
+    main(tuple(parser.parse_args().ranks) or RANKS)
