@@ -5,10 +5,6 @@
 executor left running."""
 
 import io
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +14,7 @@ from pyopenib.mpi import run_job
 from pyopenib.mpi.package import program_command
 
 from .loopback_btl import make_loopback_btls
-from .test_mpi_differential import _our_output, _real_output, _split_tagged
+from .test_mpi_differential import _our_output, _real_output, _split_tagged, real_mpirun
 from .test_package import _INNER_TAG
 
 PROGRAMS = Path(__file__).parent / "programs"
@@ -43,25 +39,7 @@ def _ours(args: list[str], nprocs: int) -> dict[int, list[str]]:
 
 
 def _real(args: list[str], nprocs: int) -> dict[int, list[str]]:
-    if shutil.which("mpirun") is None:
-        pytest.skip("mpirun is not installed")
-    pytest.importorskip("mpi4py")
-    cmd = ["mpirun", "--oversubscribe", "--tag-output", "-n", str(nprocs)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    env = dict(os.environ)  # the machine's own BTLs: vader cannot reach spawned jobs
-    env.pop("PYTHONUNBUFFERED", None)  # whole lines per write, so mpirun tags each once
-    # Real Open MPI 4.1's spawn now and then hangs under load (docs/compatibility.md,
-    # test_spawn): a run that does not finish in a minute is tried once more.
-    for attempt in (1, 2):
-        try:
-            proc = subprocess.run(
-                [*cmd, sys.executable, *args], env=env, capture_output=True, text=True, timeout=60
-            )
-            break
-        except subprocess.TimeoutExpired:
-            if attempt == 2:
-                raise
+    proc = real_mpirun(nprocs, args, mca_btl=None, tries=2)
     assert proc.returncode == 0, proc.stderr
     return _split_tagged(_INNER_TAG.sub("", proc.stdout), nprocs)
 

@@ -17,7 +17,7 @@ from pyopenib.mpi import run_job
 from pyopenib.mpi.package import SUBMODULES
 
 from .loopback_btl import make_loopback_btls
-from .test_mpi_differential import _our_output, _real_output, _split_tagged
+from .test_mpi_differential import _our_output, _real_output, _split_tagged, real_mpirun
 
 MPI4PY_TESTS = Path("/tmp/mpi4py-sdist/mpi4py-4.1.2/test")
 PROGRAMS = Path(__file__).parent / "programs"
@@ -205,17 +205,7 @@ writes reaching orted apart) comes back with a tag inside it: keep the first onl
 def _real_command(nprocs: int, args: list[str]):
     """``mpirun -n N python ARGS`` on real Open MPI + mpi4py: (exit status, per-rank
     stdout lines, stderr)."""
-    if shutil.which("mpirun") is None:
-        pytest.skip("mpirun is not installed")
-    pytest.importorskip("mpi4py")
-    cmd = ["mpirun", "--oversubscribe", "--tag-output", "-n", str(nprocs)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    env = dict(os.environ, OMPI_MCA_btl="self,vader")
-    env.pop("PYTHONUNBUFFERED", None)
-    proc = subprocess.run(
-        cmd + [sys.executable, *args], env=env, capture_output=True, text=True, timeout=60
-    )
+    proc = real_mpirun(nprocs, args)
     return proc.returncode, _split_tagged(_INNER_TAG.sub("", proc.stdout), nprocs), proc.stderr
 
 

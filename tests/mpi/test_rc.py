@@ -5,10 +5,6 @@ what ``import mpi4py.MPI`` reads (warnings for bad values), whether MPI is initi
 environment, and mpirun's failure when a rank exits with MPI still active."""
 
 import io
-import os
-import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,7 +13,7 @@ import pytest
 from pyopenib.mpi import run_job
 
 from .loopback_btl import make_loopback_btls
-from .test_mpi_differential import _split_tagged
+from .test_mpi_differential import _split_tagged, real_mpirun
 
 PROGRAM = Path(__file__).parent / "programs" / "rc_init.py"
 
@@ -48,21 +44,7 @@ def _ours(path: Path, nprocs: int, args):
 
 
 def _real(path: Path, nprocs: int, args):
-    if shutil.which("mpirun") is None:
-        pytest.skip("mpirun is not installed")
-    pytest.importorskip("mpi4py")
-    cmd = ["mpirun", "--oversubscribe", "--tag-output", "-n", str(nprocs)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    env = dict(os.environ, OMPI_MCA_btl="self,vader")
-    env.pop("PYTHONUNBUFFERED", None)
-    proc = subprocess.run(
-        [*cmd, sys.executable, str(path), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = real_mpirun(nprocs, [str(path), *args])
     stdout = "\n".join(line for line in proc.stdout.splitlines() if "]<stdout>:" in line)
     return proc.returncode, _split_tagged(stdout, nprocs), proc.stderr
 
