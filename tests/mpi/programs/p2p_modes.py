@@ -145,6 +145,7 @@ if rank < 2:
     s.Cancel()
     comm.Barrier()
     print("cancel unmatched ssend: complete", s.Get_status(st), st.Is_cancelled())
+    comm.Barrier()  # no rank matches the peer's send before both have looked at theirs
     comm.Recv(np.zeros(1, "i"), peer, 14)
     s.Wait(st)
     print("after the match", st.Is_cancelled())
