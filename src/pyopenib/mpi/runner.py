@@ -6,7 +6,8 @@ its submodules are pyopenib's (``package``), ``sys.stdout`` and ``sys.stderr`` f
 per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the program's directory leads
 ``sys.path``; all are restored afterwards. Only the simulator's thread may call MPI
 (``threads``: the job provides ``MPI_THREAD_FUNNELED``). A rank's blocking socket call
-waits in simulated time (``sockets``).
+waits in simulated time (``sockets``), and its ``time`` module's clocks and ``sleep`` are
+simulated time's (``simtime``).
 
 ``MPI_Comm_spawn`` adds a job to the run (``_Job.spawn``): its ranks get the next process
 indices, BTL modules from ``add_btls`` (each on a node of its own, on the same fabric),
@@ -42,7 +43,7 @@ from greenlet import GreenletExit, getcurrent
 from ..errors import TOPICS, PyopenibError, TransportError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context, package, sockets, startup, threads
+from . import context, package, simtime, sockets, startup, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
 from .isolation import ModuleSpace, RankModules
@@ -454,6 +455,7 @@ def run_job(
             package.Installed(space.keep_private),
             space,
             sockets.Cooperative(),
+            simtime.Installed(),
         ):
             support = threads.ThreadSupport()
             threads.activate(support)
