@@ -8,7 +8,8 @@ per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the program's directory
 processes of the rank (``coop_threading``, ``rank_threads``: the job provides
 ``MPI_THREAD_MULTIPLE``); a program's main thread that ends joins its non-daemon threads
 first, as CPython's does. A rank's blocking socket call waits in simulated time
-(``sockets``).
+(``sockets``), and its ``time`` module's clocks and ``sleep`` are simulated time's
+(``simtime``).
 
 ``MPI_Comm_spawn`` adds a job to the run (``_Job.spawn``): its ranks get the next process
 indices, BTL modules from ``add_btls`` (each on a node of its own, on the same fabric),
@@ -44,7 +45,7 @@ from greenlet import GreenletExit, getcurrent
 from ..errors import TOPICS, PyopenibError, TransportError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context, coop_threading, package, rank_threads, sockets, startup, threads
+from . import context, coop_threading, package, rank_threads, simtime, sockets, startup, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
 from .isolation import ModuleSpace, RankModules
@@ -484,6 +485,7 @@ def run_job(
             package.Installed(space.keep_private),
             space,
             sockets.Cooperative(),
+            simtime.Installed(),
             coop_threading.Cooperative(),
         ):
             support = threads.ThreadSupport()
