@@ -39,19 +39,16 @@ def test_without_leave_pinned_a_sender_registers_only_up_to_min_rdma_pipeline_si
     assert sender_pins(None, total)  # a BTL that needs no registration (sm)
 
 
-def test_where_copy_in_out_starts():
-    # both registered: all by RDMA
-    assert copy_offset(STOCK, 65536, RTS, True, 65536) == 65536
-    # the sender pinned, the receive buffer is too large to register: all by copy
-    assert copy_offset(STOCK, MIB, RTS, True, 4 * MIB) == RTS
-    # above the pipeline size: the last rdma_pipeline_send_length bytes by copy
-    assert copy_offset(STOCK, 4 * MIB, RTS, False, 4 * MIB) == 3 * MIB
+def test_where_copy_in_out_starts_when_not_both_registered():
+    # at most min_rdma_pipeline_size (the receive buffer too large to register): all
+    assert copy_offset(STOCK, MIB, RTS) == RTS
+    # above: the last rdma_pipeline_send_length bytes by copy, the pipeline before them
+    assert copy_offset(STOCK, 4 * MIB, RTS) == 3 * MIB
     # just above: the copy would reach back past the RTS; it starts after it
-    assert copy_offset(STOCK, MIN_PIPELINE + 1, RTS, False, MIN_PIPELINE + 1) == 12289
-    assert (
-        copy_offset(STOCK._replace(rdma_pipeline_send_length=2 * MIB), 2 * MIB, RTS, False, 0)
-        == RTS
-    )
+    assert copy_offset(STOCK, MIN_PIPELINE + 1, RTS) == 12289
+    assert copy_offset(STOCK._replace(rdma_pipeline_send_length=2 * MIB), 2 * MIB, RTS) == RTS
+    # no copy length: the pipeline moves everything after the RTS
+    assert copy_offset(STOCK._replace(rdma_pipeline_send_length=0), 2 * MIB, RTS) == 2 * MIB
 
 
 _PROGRAM = """

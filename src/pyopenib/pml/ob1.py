@@ -446,16 +446,19 @@ class Pml:
             return
         req._target = target
         limits = self.rendezvous_limits(peer)
-        pinned = bool(frag.flags & FLAG_PIN)
-        copy_from = copy_offset(limits, total, first, pinned, total if buf is None else len(buf))
-        if copy_from == total:
+        # the sender registered, and so does the receiver by the same rule, its buffer
+        # whole (``mca_pml_ob1_rdma_btls`` on ``req_bytes_packed``)
+        if frag.flags & FLAG_PIN and sender_pins(limits, total if buf is None else len(buf)):
             req._handle = handle = self.btl.register_memory(target)
             ack = ACK_HDR.pack(ACK, 0, frag.send_id, req.id, handle.key, first)
             self.send_control(peer, ack)
             return
         req.pending = total - first
-        flags = FLAG_NORDMA if copy_from == first else 0
-        self.send_control(peer, ACK_HDR.pack(ACK, flags, frag.send_id, req.id, 0, copy_from))
+        copy_from = copy_offset(limits, total, first)
+        if copy_from < total:  # ob1 sends no ACK when nothing goes by copy in/out
+            flags = FLAG_NORDMA if copy_from == first else 0
+            ack = ACK_HDR.pack(ACK, flags, frag.send_id, req.id, 0, copy_from)
+            self.send_control(peer, ack)
         self._paths.start_pipeline(req, peer, frag.send_id, first, copy_from, limits)
 
     def complete_send(self, req: SendRequest) -> None:

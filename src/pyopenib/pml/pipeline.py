@@ -15,7 +15,8 @@ per message, from ``opal_leave_pinned`` and the BTL's ``btl_min_rdma_pipeline_si
   pipeline: the receiver registers its buffer piece by piece (``rdma_pipeline_frag_size``,
   at most ``recv_pipeline_depth`` pieces asked for at once), asks for each with a PUT,
   the sender registers the same piece of its buffer, writes it, releases it and sends
-  PUT_FIN, the receiver releases its piece. The copy-in/out tail leaves unthrottled.
+  PUT_FIN, the receiver releases its piece. The copy-in/out tail leaves unthrottled;
+  with a send length of 0 there is none, no ACK, and the pipeline moves everything.
 * **Copy in/out** (everything after the RTS): when the receiver cannot register (its
   buffer too big for the rule above while the sender pinned, or no pipeline applies):
   the ACK carries ``FLAG_NORDMA`` and the sender keeps at most ``send_pipeline_depth``
@@ -60,16 +61,13 @@ def sender_pins(limits: RendezvousLimits | None, nbytes: int) -> bool:
     return limits is None or limits.leave_pinned or nbytes <= limits.min_rdma_pipeline_size
 
 
-def copy_offset(
-    limits: RendezvousLimits | None, total: int, first: int, pinned: bool, recv_bytes: int
-) -> int:
-    """Where copy in/out starts (``mca_pml_ob1_recv_request_ack``'s ``req_send_offset``):
-    ``total`` when both sides registered (all by RDMA); past the RTS when the message
-    is larger than min_rdma_pipeline_size (the RDMA pipeline covers the bytes before
-    it); else ``first``: all by copy in/out."""
-    if pinned and sender_pins(limits, recv_bytes):
-        return total
-    if limits is not None and total > limits.min_rdma_pipeline_size:
+def copy_offset(limits: RendezvousLimits, total: int, first: int) -> int:
+    """Where copy in/out starts when the two buffers are not both registered
+    (``mca_pml_ob1_recv_request_ack``'s ``req_send_offset``): for a message larger than
+    min_rdma_pipeline_size, ``rdma_pipeline_send_length`` before its end (not before the
+    RTS's end), the RDMA pipeline covering the bytes before it; else ``first``: all by
+    copy in/out. ``total``: no copy in/out at all, the pipeline moves everything."""
+    if total > limits.min_rdma_pipeline_size:
         return max(first, total - limits.rdma_pipeline_send_length)
     return first
 
@@ -168,7 +166,8 @@ class RendezvousPaths:
     def start_pipeline(
         self, req, peer: int, send_id: int, first: int, copy_from: int, limits: RendezvousLimits
     ) -> None:
-        """After the ACK: ask for ``[first, copy_from)`` by the RDMA pipeline."""
+        """After the ACK (none when ``copy_from`` is the end): ask for ``[first,
+        copy_from)`` by the RDMA pipeline."""
         if copy_from > first:
             req.pipeline = RdmaPipeline(peer, send_id, first, copy_from)
             self._schedule_puts(req, limits)
