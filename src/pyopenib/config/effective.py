@@ -392,8 +392,9 @@ def _leave_pinned(ctx: McaContext, origins: dict[str, str], notes: list[str]) ->
     origins["leave_pinned"] = origin
     protocol = value > 0 or (value == -1 and not pipeline)
     origins["leave_pinned_protocol"] = (
-        "opal_leave_pinned as ob1 reads it: mpi_leave_pinned, auto resolved on unless "
-        "mpi_leave_pinned_pipeline"
+        f"{_mca_origin(ctx, 'mpi_leave_pinned')} as ob1 reads it (opal_leave_pinned): "
+        "auto is on unless mpi_leave_pinned_pipeline is set, which caches registrations "
+        "but keeps the pipelined protocols"
     )
     return value != 0 or pipeline, protocol
 
