@@ -258,11 +258,10 @@ def _stop_pool_workers(ctx) -> None:
     pool = sys.modules.get("concurrent.futures.thread")
     if pool is None:
         return
-    mine = {t.view for t in ctx.threads.started}
+    alive = {t.view for t in ctx.threads.alive()}
     for worker, work_queue in list(pool._threads_queues.items()):
-        if worker in mine:
-            args = getattr(worker, "_args", None)  # (executor weakref, queue, ...) while it runs
-            executor = args[0]() if args else None
+        if worker in alive:  # a worker's arguments, until it ends: (executor weakref, ...)
+            executor = vars(worker)["_args"][0]()
             if executor is not None:
                 executor._shutdown = True
             work_queue.put(None)
