@@ -321,6 +321,12 @@ class Pml:
         one in ``__init__``, so the wait costs no call of the PML's own.)"""
         self.btl.wait_for_activity()
 
+    def wake(self) -> None:
+        """End a ``wait_for_activity`` of the process early: another of its threads
+        queued work only a progress pass handles (a message to itself), as Open MPI's
+        ``wait_sync`` signals the thread that waits."""
+        self.btl.wake()
+
     def one_sided(self, ops: Mapping[str, Combine]) -> OscModule:
         """This process's one-sided (osc) component over the BTL the PML runs on: Open
         MPI's osc/rdma takes its put/get/atomics from the same BTL modules as ob1. One
