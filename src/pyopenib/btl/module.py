@@ -319,7 +319,10 @@ class OpenibModule(BtlModule):
         if not self._cq_armed:  # one notification request at a time, as ibv_req_notify_cq
             self._cq_armed = True
             self.cq.req_notify(self._cq_event)
+        host = self.host
+        host.idle()
         self.sim.suspend()
+        host.spend(host.poll_phase())  # a busy-polling rank sees it at its next pass
 
     def oob_receive(self, src: int, kind: str, body) -> None:
         """An out-of-band connection message from ``src`` (``ConnectionSetup``)."""
