@@ -289,3 +289,46 @@ def test_an_error_in_a_thread_is_printed_and_the_rank_goes_on(tmp_path):
     assert result.exit_code == 0, err
     assert out == "after 2\nafter 2\n"
     assert err.count("Exception in thread bad:") == 2 and "ValueError: in the thread" in err
+
+
+def test_each_rank_has_its_own_main_thread_thread_locals_and_thread_list(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        import threading
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        local = MPI.__dict__.setdefault("shared_local", threading.local())  # one object
+        local.rank = comm.rank
+        main = threading.main_thread()
+        worker = threading.Thread(target=threading.Event().wait, args=(1.0,), name="w")
+        worker.start()
+        comm.Barrier()  # every rank set its value and started its thread by now
+        names = sorted(t.name for t in threading.enumerate())
+        print(comm.rank, local.rank, main is threading.current_thread(), names,
+              threading.active_count(), len({id(o) for o in comm.allgather(id(main))}))
+        worker.join()
+        """,
+        nprocs=3,
+    )
+    assert result.exit_code == 0, err
+    assert sorted(out.splitlines()) == [f"{r} {r} True ['MainThread', 'w'] 2 3" for r in range(3)]
+
+
+def test_a_thread_pool_left_open_at_exit_is_shut_down_as_cpython_does(tmp_path):
+    result, out, err = _run(
+        tmp_path,
+        """
+        from concurrent.futures import ThreadPoolExecutor
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        pool = ThreadPoolExecutor(2)
+        done = pool.submit(comm.allreduce, comm.rank)
+        print("sum", done.result())
+        pool.submit(print, "last task")  # the program ends without pool.shutdown()
+        """,
+    )
+    assert result.exit_code == 0, err
+    assert sorted(out.splitlines()) == ["last task", "last task", "sum 1", "sum 1"]

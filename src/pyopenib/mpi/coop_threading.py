@@ -47,6 +47,8 @@ from .rank_threads import RankThread, RankThreads, running
 
 __all__ = ["CoopLock", "Cooperative"]
 
+_SIMULATOR = [None]
+"""The ident of the OS thread that runs the job's simulator (``Cooperative`` sets it)."""
 _real_allocate_lock = _thread.allocate_lock
 _real_get_ident = _thread.get_ident
 _real_get_native_id = _thread.get_native_id
@@ -63,8 +65,10 @@ class _Waiter:
 class CoopLock:
     """A lock whose contended ``acquire`` waits in simulated time when the caller is a
     rank's thread (and blocks the OS thread as a real lock when it is not). The real
-    lock underneath holds the state; a release with simulated waiters leaves it held and
-    passes it to the first of them."""
+    lock underneath holds the state; a release on the simulator's thread with simulated
+    waiters leaves it held and passes it to the first of them. A release from another OS
+    thread only frees the real lock: a simulated waiter sees that when its timeout
+    expires (one without a timeout waits on, and the deadlock report says where)."""
 
     __slots__ = ("_lock", "_waiters", "__weakref__")
 
@@ -99,7 +103,8 @@ class CoopLock:
         if outer is None:
             holder.blocked_in = (_wait_label, sys._getframe(2))
         try:
-            return sim.suspend()
+            # False: timed out, unless an OS thread released the lock meanwhile
+            return sim.suspend() or self._lock.acquire(False)
         except BaseException:  # killed while waiting (the job is over): no handover to it
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
@@ -115,15 +120,15 @@ class CoopLock:
 
     def release(self) -> None:
         waiters = self._waiters
-        if waiters:
+        if waiters and _real_get_ident() == _SIMULATOR[0]:
             if not self._lock.locked():
                 raise RuntimeError("release unlocked lock")
             waiter = waiters.popleft()
             if waiter.timer is not None:
                 waiter.timer.cancel()
             waiter.thread.ctx.sim.resume(waiter.thread.glet, True)
-        else:
-            self._lock.release()
+        else:  # no simulated waiter, or an OS thread (it must not touch the event heap):
+            self._lock.release()  # a simulated waiter with a timeout takes it then
 
     def locked(self) -> bool:
         return self._lock.locked()
@@ -159,9 +164,9 @@ def _wait_label(frame) -> str:
 
 
 # -- the primitives a rank's ``threading`` runs on ----------------------------------------
-def _rank_threads(ctx, thread: RankThread) -> RankThreads:
+def _rank_threads(ctx) -> RankThreads:
     if ctx.threads is None:
-        ctx.threads = RankThreads(ctx, thread)
+        ctx.threads = RankThreads(ctx, rank_threads.main_of(ctx))
     return ctx.threads
 
 
@@ -170,7 +175,7 @@ def start_new_thread(function, args, kwargs=None):
     if thread is None:
         return _real_start_new_thread(function, args, *(() if kwargs is None else (kwargs,)))
     ctx = thread.ctx
-    threads = _rank_threads(ctx, thread)
+    threads = _rank_threads(ctx)
     ident = rank_threads.main_ident(ctx.rank) + len(threads.started) + 1
     new = RankThread(ctx, None, ident, getattr(function, "__self__", None))
     threads.add(new)
@@ -192,9 +197,7 @@ def set_sentinel():
     thread = running()
     if thread is None:
         return _real_set_sentinel()
-    lock = CoopLock()
-    if not thread.is_main:
-        thread.sentinel = lock
+    thread.sentinel = lock = CoopLock()
     return lock
 
 
@@ -202,7 +205,7 @@ def newname(name_template: str) -> str:
     thread = running()
     if thread is None:
         return _real_newname(name_template)
-    threads = _rank_threads(thread.ctx, thread)
+    threads = _rank_threads(thread.ctx)
     number = threads.next_name
     threads.next_name += 1
     return name_template % number
@@ -214,19 +217,55 @@ def clock() -> float:
     return time.monotonic() if thread is None else thread.ctx.sim.now / PS_PER_S
 
 
+def main_thread():
+    thread = running()
+    return _real_main_thread() if thread is None else rank_threads.main_of(thread.ctx).view
+
+
 def enumerate_threads() -> list:
     thread = running()
     if thread is None:
         return _real_enumerate()
     threads = thread.ctx.threads
-    own = [threading.main_thread()]
-    if threads is not None:
-        own += [t.thread for t in threads.started if t.sentinel is not None or t.glet is None]
+    own = [rank_threads.main_of(thread.ctx).view]
+    if threads is not None:  # started and not yet ended (``glet`` None: not yet run)
+        own += [t.view for t in threads.started if t.sentinel is not None or t.glet is None]
     return own
 
 
 def active_count() -> int:
     return len(enumerate_threads())
+
+
+def shutdown(ctx) -> None:
+    """What ``threading._shutdown`` does when a process's main thread ends, for the
+    rank's threads: first the hook ``concurrent.futures`` registers there, then a join
+    of every non-daemon thread until none is left (a thread may start another)."""
+    _stop_pool_workers(ctx)
+    while True:
+        waiting = [t.view for t in ctx.threads.alive() if t.view is not None]
+        waiting = [view for view in waiting if not view.daemon]
+        if not waiting:
+            return
+        for view in waiting:
+            view.join()
+
+
+def _stop_pool_workers(ctx) -> None:
+    """``concurrent.futures.thread._python_exit`` for the rank's workers: each one's
+    executor is shut down and its queue gets the ``None`` that ends an idle worker (the
+    real hook sets a flag of the module, which would stop every rank's executors)."""
+    pool = sys.modules.get("concurrent.futures.thread")
+    if pool is None:
+        return
+    mine = {t.view for t in ctx.threads.started}
+    for worker, work_queue in list(pool._threads_queues.items()):
+        if worker in mine:
+            args = getattr(worker, "_args", None)  # (executor weakref, queue, ...) while it runs
+            executor = args[0]() if args else None
+            if executor is not None:
+                executor._shutdown = True
+            work_queue.put(None)
 
 
 def _escapes(exc) -> bool:
@@ -252,6 +291,7 @@ _real_start_new_thread = threading._start_new_thread
 _real_set_sentinel = threading._set_sentinel
 _real_newname = threading._newname
 _real_enumerate = threading.enumerate
+_real_main_thread = threading.main_thread
 _real_make_invoke_excepthook = threading._make_invoke_excepthook
 
 _PATCHES = (
@@ -266,6 +306,7 @@ _PATCHES = (
     (threading, "_time", clock),
     (threading, "local", _threading_local.local),
     (threading, "enumerate", enumerate_threads),
+    (threading, "main_thread", main_thread),
     (threading, "active_count", active_count),
     (threading, "_make_invoke_excepthook", make_invoke_excepthook),
     (threading, "excepthook", threading.__excepthook__),
@@ -278,8 +319,15 @@ class Cooperative:
     """For a job's duration: the primitives above in ``threading`` and ``queue``."""
 
     def __enter__(self):
-        self._saved = [(module, name, getattr(module, name)) for module, name, _ in _PATCHES]
-        for module, name, value in _PATCHES:
+        patches = list(_PATCHES)
+        pool = sys.modules.get("concurrent.futures.thread")
+        if pool is not None:  # imported before the job: a real lock ``submit`` holds while
+            # ``Thread.start`` waits for the new thread, so another thread's submit would
+            # block the simulator's OS thread
+            patches.append((pool, "_global_shutdown_lock", CoopLock()))
+        _SIMULATOR[0] = _real_get_ident()
+        self._saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
+        for module, name, value in patches:
             setattr(module, name, value)
         return self
 
