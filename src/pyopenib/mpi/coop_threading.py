@@ -43,10 +43,13 @@ import time
 from ..errors import TransportError
 from ..sim import PS_PER_S
 from . import rank_threads
+from .context import POLL_PS
 from .rank_threads import RankThread, RankThreads, running
 
 __all__ = ["CoopLock", "Cooperative"]
 
+_SIMULATOR = [None]
+"""The ident of the OS thread that runs the job's simulator (``Cooperative`` sets it)."""
 _real_allocate_lock = _thread.allocate_lock
 _real_get_ident = _thread.get_ident
 _real_get_native_id = _thread.get_native_id
@@ -63,17 +66,22 @@ class _Waiter:
 class CoopLock:
     """A lock whose contended ``acquire`` waits in simulated time when the caller is a
     rank's thread (and blocks the OS thread as a real lock when it is not). The real
-    lock underneath holds the state; a release with simulated waiters leaves it held and
-    passes it to the first of them."""
+    lock underneath holds the state; a release on the simulator's thread with simulated
+    waiters leaves it held and passes it to the first of them. A release from another OS
+    thread only frees the real lock (it must not touch the event heap): a simulated
+    waiter queued before sees it when its timeout expires, and one that finds the lock
+    held by such a thread polls for it in simulated time."""
 
-    __slots__ = ("_lock", "_waiters", "__weakref__")
+    __slots__ = ("_lock", "_waiters", "_foreign", "__weakref__")
 
     def __init__(self):
         self._lock = _real_allocate_lock()
         self._waiters: collections.deque | None = None
+        self._foreign = False  # held by an OS thread outside the simulation
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if self._lock.acquire(False):
+            self._foreign = _real_get_ident() != _SIMULATOR[0]
             return True
         if not blocking:
             if timeout != -1:
@@ -81,10 +89,26 @@ class CoopLock:
             return False
         thread = running()
         if thread is None:
-            return self._lock.acquire(True, timeout)
+            got = self._lock.acquire(True, timeout)
+            self._foreign = got and _real_get_ident() != _SIMULATOR[0]
+            return got
         if timeout < 0 and timeout != -1:
             raise ValueError("timeout value must be a non-negative number")
+        if self._foreign:
+            return self._poll(thread, timeout)
         return self._wait(thread, timeout)
+
+    def _poll(self, thread: RankThread, timeout: float) -> bool:
+        """Wait for an OS thread's release, which cannot reach the simulator: retry in
+        simulated time, as a blocking socket call does (``sockets``)."""
+        sim = thread.ctx.sim
+        deadline = None if timeout == -1 else sim.now + int(timeout * PS_PER_S)
+        while not self._lock.acquire(False):
+            if deadline is not None and sim.now >= deadline:
+                return False
+            sim.sleep(POLL_PS)
+        self._foreign = False
+        return True
 
     def _wait(self, thread: RankThread, timeout: float) -> bool:
         waiter = _Waiter(thread)
@@ -98,8 +122,11 @@ class CoopLock:
         outer = holder.blocked_in
         if outer is None:
             holder.blocked_in = (_wait_label, sys._getframe(2))
+        if thread.ctx.threads is not None:
+            thread.ctx.threads.yielding(thread)
         try:
-            return sim.suspend()
+            # False: timed out, unless an OS thread released the lock meanwhile
+            return sim.suspend() or self._lock.acquire(False)
         except BaseException:  # killed while waiting (the job is over): no handover to it
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
@@ -115,15 +142,15 @@ class CoopLock:
 
     def release(self) -> None:
         waiters = self._waiters
-        if waiters:
+        if waiters and _real_get_ident() == _SIMULATOR[0]:
             if not self._lock.locked():
                 raise RuntimeError("release unlocked lock")
             waiter = waiters.popleft()
             if waiter.timer is not None:
                 waiter.timer.cancel()
             waiter.thread.ctx.sim.resume(waiter.thread.glet, True)
-        else:
-            self._lock.release()
+        else:  # no simulated waiter, or an OS thread (it must not touch the event heap):
+            self._lock.release()  # a simulated waiter with a timeout takes it then
 
     def locked(self) -> bool:
         return self._lock.locked()
@@ -159,9 +186,9 @@ def _wait_label(frame) -> str:
 
 
 # -- the primitives a rank's ``threading`` runs on ----------------------------------------
-def _rank_threads(ctx, thread: RankThread) -> RankThreads:
+def _rank_threads(ctx) -> RankThreads:
     if ctx.threads is None:
-        ctx.threads = RankThreads(ctx, thread)
+        ctx.threads = RankThreads(ctx, rank_threads.main_of(ctx))
     return ctx.threads
 
 
@@ -170,7 +197,7 @@ def start_new_thread(function, args, kwargs=None):
     if thread is None:
         return _real_start_new_thread(function, args, *(() if kwargs is None else (kwargs,)))
     ctx = thread.ctx
-    threads = _rank_threads(ctx, thread)
+    threads = _rank_threads(ctx)
     ident = rank_threads.main_ident(ctx.rank) + len(threads.started) + 1
     new = RankThread(ctx, None, ident, getattr(function, "__self__", None))
     threads.add(new)
@@ -192,9 +219,7 @@ def set_sentinel():
     thread = running()
     if thread is None:
         return _real_set_sentinel()
-    lock = CoopLock()
-    if not thread.is_main:
-        thread.sentinel = lock
+    thread.sentinel = lock = CoopLock()
     return lock
 
 
@@ -202,7 +227,7 @@ def newname(name_template: str) -> str:
     thread = running()
     if thread is None:
         return _real_newname(name_template)
-    threads = _rank_threads(thread.ctx, thread)
+    threads = _rank_threads(thread.ctx)
     number = threads.next_name
     threads.next_name += 1
     return name_template % number
@@ -214,19 +239,54 @@ def clock() -> float:
     return time.monotonic() if thread is None else thread.ctx.sim.now / PS_PER_S
 
 
+def main_thread():
+    thread = running()
+    return _real_main_thread() if thread is None else rank_threads.main_of(thread.ctx).view
+
+
 def enumerate_threads() -> list:
     thread = running()
     if thread is None:
         return _real_enumerate()
     threads = thread.ctx.threads
-    own = [threading.main_thread()]
-    if threads is not None:
-        own += [t.thread for t in threads.started if t.sentinel is not None or t.glet is None]
+    own = [rank_threads.main_of(thread.ctx).view]
+    if threads is not None:  # started and not yet ended (``glet`` None: not yet run)
+        own += [t.view for t in threads.started if t.sentinel is not None or t.glet is None]
     return own
 
 
 def active_count() -> int:
     return len(enumerate_threads())
+
+
+def shutdown(ctx) -> None:
+    """What ``threading._shutdown`` does when a process's main thread ends, for the
+    rank's threads: first the hook ``concurrent.futures`` registers there, then a join
+    of every non-daemon thread until none is left (a thread may start another)."""
+    _stop_pool_workers(ctx)
+    while True:
+        waiting = [t.view for t in ctx.threads.alive() if t.view is not None]
+        waiting = [view for view in waiting if not view.daemon]
+        if not waiting:
+            return
+        for view in waiting:
+            view.join()
+
+
+def _stop_pool_workers(ctx) -> None:
+    """``concurrent.futures.thread._python_exit`` for the rank's workers: each one's
+    executor is shut down and its queue gets the ``None`` that ends an idle worker (the
+    real hook sets a flag of the module, which would stop every rank's executors)."""
+    pool = sys.modules.get("concurrent.futures.thread")
+    if pool is None:
+        return
+    alive = {t.view for t in ctx.threads.alive()}
+    for worker, work_queue in list(pool._threads_queues.items()):
+        if worker in alive:  # a worker's arguments, until it ends: (executor weakref, ...)
+            executor = vars(worker)["_args"][0]()
+            if executor is not None:
+                executor._shutdown = True
+            work_queue.put(None)
 
 
 def _escapes(exc) -> bool:
@@ -252,6 +312,7 @@ _real_start_new_thread = threading._start_new_thread
 _real_set_sentinel = threading._set_sentinel
 _real_newname = threading._newname
 _real_enumerate = threading.enumerate
+_real_main_thread = threading.main_thread
 _real_make_invoke_excepthook = threading._make_invoke_excepthook
 
 _PATCHES = (
@@ -266,6 +327,7 @@ _PATCHES = (
     (threading, "_time", clock),
     (threading, "local", _threading_local.local),
     (threading, "enumerate", enumerate_threads),
+    (threading, "main_thread", main_thread),
     (threading, "active_count", active_count),
     (threading, "_make_invoke_excepthook", make_invoke_excepthook),
     (threading, "excepthook", threading.__excepthook__),
@@ -278,8 +340,15 @@ class Cooperative:
     """For a job's duration: the primitives above in ``threading`` and ``queue``."""
 
     def __enter__(self):
-        self._saved = [(module, name, getattr(module, name)) for module, name, _ in _PATCHES]
-        for module, name, value in _PATCHES:
+        patches = list(_PATCHES)
+        pool = sys.modules.get("concurrent.futures.thread")
+        if pool is not None:  # imported before the job: a real lock ``submit`` holds while
+            # ``Thread.start`` waits for the new thread, so another thread's submit would
+            # block the simulator's OS thread
+            patches.append((pool, "_global_shutdown_lock", CoopLock()))
+        _SIMULATOR[0] = _real_get_ident()
+        self._saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
+        for module, name, value in patches:
             setattr(module, name, value)
         return self
 

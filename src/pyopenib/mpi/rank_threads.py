@@ -32,6 +32,8 @@ __all__ = ["RankThread", "RankThreads", "running"]
 
 _BY_GREENLET: dict = {}
 """Every thread of a running job by its greenlet (main threads once they are known)."""
+_MAINS: dict = {}
+"""The main thread of each rank of a running job that has one, by rank context."""
 
 IDENT_BASE = 1 << 40
 """Where the idents of a job's simulated threads start: deterministic, and far from the
@@ -40,29 +42,27 @@ pointer-sized idents of the OS threads the host runs (``_thread.get_ident``)."""
 
 class RankThread:
     """One thread of a rank: its greenlet, its ident (``threading.get_ident``), the
-    ``threading.Thread`` it runs (``None`` for the main thread) and the lock that is held
-    while it lives (``_thread._set_sentinel``'s, which ``Thread.join`` waits for)."""
+    ``threading.Thread`` that stands for it (``view``: the one it runs, or the rank's own
+    ``MainThread``) and the lock held while it lives (``_thread._set_sentinel``'s, which
+    ``Thread.join`` waits for)."""
 
-    __slots__ = ("ctx", "glet", "ident", "thread", "sentinel", "blocked_in", "holder")
+    __slots__ = ("ctx", "glet", "ident", "view", "is_main", "sentinel", "blocked_in", "holder")
 
-    def __init__(self, ctx, glet, ident: int, thread=None):
+    def __init__(self, ctx, glet, ident: int, view=None, is_main: bool = False):
         self.ctx = ctx
         self.glet = glet
         self.ident = ident
-        self.thread = thread
+        self.view = view
+        self.is_main = is_main
         self.sentinel = None
         self.blocked_in = None
-        self.holder = ctx if thread is None else self
+        self.holder = ctx if is_main else self
         """Whose ``blocked_in`` says what this thread waits on: the main thread's is the
         rank's (what every single-threaded wait and the deadlock report read)."""
 
     @property
-    def is_main(self) -> bool:
-        return self.thread is None
-
-    @property
     def name(self) -> str:
-        return "MainThread" if self.thread is None else self.thread.name
+        return f"thread {self.ident:#x}" if self.view is None else self.view.name
 
     def finished(self) -> None:
         """The thread's function returned (or it was killed): joiners may go on."""
@@ -80,6 +80,7 @@ class RankThreads:
         self.main = main
         self.started: list[RankThread] = []
         self.driver: RankThread | None = None
+        self.driver_waiting = False  # the driver sleeps in the BTL's wait for activity
         self.followers: list[RankThread] = []
         self.next_name = 1
 
@@ -87,7 +88,8 @@ class RankThreads:
         self.started.append(thread)
 
     def alive(self) -> list[RankThread]:
-        return [t for t in self.started if not t.glet.dead]
+        """The started threads that have not ended (``glet`` None: not yet run)."""
+        return [t for t in self.started if t.glet is None or not t.glet.dead]
 
     # -- progress shared by the rank's threads --------------------------------------------
     def progress_until(self, test, call, after_idle: bool):
@@ -111,11 +113,14 @@ class RankThreads:
                     self.driver = me
                 if self.driver is me:
                     if pml.progress() == 0:
+                        self.driver_waiting = True
                         pml.wait_for_activity()
+                        self.driver_waiting = False
                         continue
                     self.wake_followers()
                 else:
                     self.followers.append(me)
+                    self.yielding(me)
                     sim.suspend()
                 if not after_idle:
                     found = test()
@@ -126,6 +131,22 @@ class RankThreads:
                 self.driver = None
                 self.wake_followers()
             holder.blocked_in = outer
+
+    def yielding(self, me: RankThread | None) -> None:
+        """``me`` gives the simulator back (it blocks or ends) after running: what it
+        did may have queued work for the rank itself that only a progress pass handles
+        (a send to itself, the RTS and ACK of one), so a driver asleep in the BTL's wait
+        wakes for a pass (``Pml.wake``; a pass that finds nothing costs nothing)."""
+        if self.driver_waiting and self.driver is not me:
+            self.driver_waiting = False
+            self.ctx._pml.wake()
+
+    def after_pass(self) -> None:
+        """A progress pass outside the shared loop (``Test``, ``Iprobe``: never the
+        driver's) handled something: it may have ended any waiting thread's wait, the
+        driver's too."""
+        self.wake_followers()
+        self.yielding(None)
 
     def wake_followers(self) -> None:
         """Let every follower test its own wait again (after a pass that handled
@@ -165,11 +186,19 @@ def running() -> RankThread | None:
         ctx = lookup()
         if ctx is None:
             return None
-        thread = _BY_GREENLET[glet] = RankThread(ctx, glet, main_ident(ctx.rank))
-        # ``threading.current_thread()`` in a rank's main thread is the ``MainThread``
-        # a process's is; its ident is the rank's own, so ``RLock`` owners differ by rank
-        threading._active[thread.ident] = threading.main_thread()
+        thread = _BY_GREENLET[glet] = _MAINS[ctx] = RankThread(
+            ctx, glet, main_ident(ctx.rank), is_main=True
+        )
+        # the rank's own ``MainThread``, as a process has one: ``_MainThread`` asks
+        # ``get_ident`` (the record's) and enters itself in ``threading._active``
+        thread.view = threading._MainThread()
     return thread
+
+
+def main_of(ctx) -> RankThread:
+    """The record of the rank's main thread (made if the rank has none yet)."""
+    thread = _MAINS.get(ctx)
+    return running() if thread is None else thread
 
 
 def main_ident(rank: int) -> int:
@@ -183,7 +212,13 @@ def register(thread: RankThread) -> None:
 
 def forget_job() -> None:
     """The job ended: no record outlives it (idents are reused by the next job), and
-    ``threading`` forgets the job's threads."""
-    for thread in _BY_GREENLET.values():
+    ``threading`` forgets the job's threads: its main threads' locks are released (the
+    interpreter's exit waits for every non-daemon thread's) and none stays active."""
+    for main in _MAINS.values():
+        for thread in main.ctx.threads.started if main.ctx.threads is not None else ():
+            threading._limbo.pop(thread.view, None)  # started, never run
+    for thread in [*_BY_GREENLET.values(), *_MAINS.values()]:
+        thread.finished()
         threading._active.pop(thread.ident, None)
     _BY_GREENLET.clear()
+    _MAINS.clear()

@@ -251,8 +251,8 @@ class _Job:
                 self._end(
                     JobResult(exc.status, "failed", self.sim.now, rank), "mpi-rank-failed", ctx
                 )
-            if ctx.threads is not None:
-                self._join_threads(ctx)
+            if ctx.threads is not None:  # as CPython, before atexit (so before rc.finalize)
+                coop_threading.shutdown(ctx)
             while ctx.at_exit:  # last registered first, as ``atexit`` runs them
                 ctx.at_exit.pop()()
             if startup.left_active(ctx):  # rc.finalize false, or Init without Finalize
@@ -309,22 +309,13 @@ class _Job:
         self.space.enter(glet, ctx.modules)
         try:
             function(*args, **kwargs)  # threading's bootstrap: it reports the thread's errors
+            ctx.threads.yielding(thread)
         except (_JobOver, GreenletExit, KeyboardInterrupt):
             raise
         except (JobAborted, TransportError) as exc:
             self._ended_by(exc, ctx.rank)
         finally:
             thread.finished()
-
-    def _join_threads(self, ctx) -> None:
-        """Wait for the rank's non-daemon threads, as CPython does when a program's main
-        thread ends (before ``atexit``: so before ``rc.finalize``'s ``MPI_Finalize``)."""
-        while True:
-            waiting = [t.thread for t in ctx.threads.alive() if not t.thread.daemon]
-            if not waiting:
-                return
-            for thread in waiting:
-                thread.join()
 
     def _unless_over(self) -> None:
         """A rank that ends after the job is over is being killed (``KILL_ATTEMPTS``): like
