@@ -147,3 +147,33 @@ def test_a_rank_that_fails_at_once_still_lets_the_others_run_at_that_instant(tmp
     assert (result.exit_code, result.reason, result.rank) == (2, "failed", 0)
     assert sorted(out.splitlines()) == [f"rank {r} ran" for r in range(3)]
     assert err.count("Process name: [[1,1],0]") == 1
+
+
+def test_a_ranks_serializer_is_its_own(tmp_path):
+    """``MPI.pickle.__init__(...)`` swaps the calling rank's serializer only: mpi4py's
+    test_pickle swaps it per test, and ranks running apart must not see each other's."""
+    prog = _write(
+        tmp_path,
+        {
+            "prog.py": """
+                import json
+                from mpi4py import MPI
+                comm = MPI.COMM_WORLD
+                if comm.rank == 0:
+                    MPI.pickle.__init__(json.dumps, json.loads)
+                    MPI.pickle.PROTOCOL = None
+                comm.Barrier()
+                stream = MPI.pickle.dumps({"a": 1})
+                kind = "pickle" if stream[:1] == b"\\x80" else "json"
+                print(comm.rank, kind, MPI.pickle.loads(stream))
+                if comm.rank == 1:
+                    print(comm.recv(source=0))
+                else:
+                    MPI.pickle.__init__()
+                    comm.send([1, 2], dest=1)
+            """,
+        },
+    )
+    result, out, err = _run_file(prog)
+    assert result.exit_code == 0, err
+    assert sorted(out.splitlines()) == ["0 json {'a': 1}", "1 pickle {'a': 1}", "[1, 2]"]

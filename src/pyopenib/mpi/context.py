@@ -66,6 +66,7 @@ class RankContext:
         self.appnum = 0  # MPI_APPNUM: which command of its job's spawn the rank runs
         self.parent = None  # a spawned rank's intercommunicator to its parents (Get_parent)
         self.at_exit: list = []  # run in the rank when its program ends (``atexit`` per rank)
+        self.pickle = None  # the rank's own ``MPI.pickle`` state, made on first use (pickling)
         self.threads = None  # the rank's RankThreads once it made a thread (rank_threads)
 
     @property

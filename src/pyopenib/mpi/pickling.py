@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import pickle as _pickle
 
+from . import context
 from .memory import buffer
 from .surface import MpiClass
 
-__all__ = ["PICKLE", "Pickle"]
+__all__ = ["PICKLE", "Pickle", "RankPickle"]
 
 DEFAULT_THRESHOLD = 1024**2 // 4
 """mpi4py's out-of-band threshold: 0.25 MiB."""
@@ -81,5 +82,62 @@ class Pickle(metaclass=MpiClass):
         self._threshold = DEFAULT_THRESHOLD if threshold is None else threshold
 
 
-PICKLE = Pickle()
-"""``MPI.pickle``: the serializer every lowercase call uses."""
+class RankPickle(Pickle):
+    """``MPI.pickle``: one object for the ``MPI`` module every rank shares, each rank's
+    own serializer behind it.
+
+    Ranks are processes: a program that swaps its serializer (mpi4py's test_pickle does
+    ``MPI.pickle.__init__(json.dumps, json.loads)`` per test) swaps its own rank's only,
+    however far apart the ranks run. The state is a plain ``Pickle`` in the calling
+    rank's context, made on first use; outside a rank (the launcher) a process one."""
+
+    __slots__ = ()
+
+    def __init__(self, dumps=None, loads=None, protocol=None, threshold=None):
+        Pickle.__init__(_own(), dumps, loads, protocol, threshold)
+
+    def dumps(self, obj) -> bytes:
+        return _own().dumps(obj)
+
+    def loads(self, data):
+        return _own().loads(data)
+
+    def dumps_oob(self, obj):
+        return _own().dumps_oob(obj)
+
+    def loads_oob(self, data, buffers):
+        return _own().loads_oob(data, buffers)
+
+    @property
+    def PROTOCOL(self):
+        return _own().PROTOCOL
+
+    @PROTOCOL.setter
+    def PROTOCOL(self, protocol) -> None:
+        _own().PROTOCOL = protocol
+
+    @property
+    def THRESHOLD(self) -> int:
+        return _own().THRESHOLD
+
+    @THRESHOLD.setter
+    def THRESHOLD(self, threshold) -> None:
+        _own().THRESHOLD = threshold
+
+
+_PROCESS = Pickle()
+"""The serializer of code outside any rank."""
+
+
+def _own() -> Pickle:
+    ctx = context.lookup()
+    if ctx is None:
+        return _PROCESS
+    own = ctx.pickle
+    if own is None:
+        own = ctx.pickle = Pickle()
+    return own
+
+
+PICKLE = RankPickle()
+"""``MPI.pickle``: the serializer every lowercase call uses (the calling rank's)."""
