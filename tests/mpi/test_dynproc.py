@@ -108,6 +108,42 @@ def test_spawned_children_run_their_own_program_and_world_and_talk_back(tmp_path
     assert "[2,2]<stdout>:got ping" in lines
 
 
+def test_ranks_spawning_at_once_from_comm_self_each_get_their_own_children(tmp_path):
+    """Two parents spawn from COMM_SELF at the same simulated time (mpi4py's
+    TestSpawnMultipleSelf): building a child's BTL module costs the child's host time,
+    never the parent's, so one spawn cannot start in the middle of the other and give two
+    children one process index."""
+    result, out, err = _spawning_job(
+        tmp_path,
+        """
+        import os, sys
+        from mpi4py import MPI
+        here = os.path.dirname(__file__)
+        child = MPI.COMM_SELF.Spawn(sys.executable, [os.path.join(here, "child.py")],
+                                    maxprocs=3)
+        child.Barrier()
+        print("children", child.allreduce(MPI.COMM_WORLD.Get_rank(), op=MPI.SUM))
+        child.Disconnect()
+        """,
+        nprocs=2,
+        child="""
+        from mpi4py import MPI
+        parent = MPI.Comm.Get_parent()
+        parent.Barrier()
+        world = MPI.COMM_WORLD
+        print("world", world.Get_rank(), world.Get_size(), world.allreduce(1))
+        parent.allreduce(world.Get_rank(), op=MPI.SUM)
+        parent.Disconnect()
+        """,
+    )
+    assert result.exit_code == 0, err
+    lines = out.splitlines()
+    for parent in range(2):
+        assert f"[1,{parent}]<stdout>:children 3" in lines
+    assert sum("<stdout>:world " in line for line in lines) == 6
+    assert all(line.endswith(" 3 3") for line in lines if "<stdout>:world " in line)
+
+
 def test_spawn_multiple_runs_c_and_m_forms_with_their_appnum(tmp_path):
     result, out, err = _spawning_job(
         tmp_path,

@@ -219,15 +219,23 @@ class CreditFlow:
                 module.post_recv_frag(ep, order, module.get_frag(order, RECV))
             qs.reserve_reposted(m)
 
-    def post_srr(self, srq: SharedRq) -> None:
+    def post_srr(self, srq: SharedRq, at_start: bool = False) -> None:
         """Re-post the SRQ up to rd_curr_num once at most rd_low_local remain; after a
-        post, arm the SRQ limit if a resize is pending (reference 3)."""
+        post, arm the SRQ limit if a resize is pending (reference 3).
+
+        ``at_start``: the module's first posts, its own process's MPI_Init work. Their
+        cost is owed to that process's clock, never slept by whoever builds the module:
+        a parent's ``MPI_Comm_spawn`` builds its children's modules, and sleeping there
+        would let a second spawn start in the middle of the first."""
         if not srq.repost_due():
             return
         n = srq.rd_curr_num - srq.rd_posted
         module = self.module
         host = module.host
-        host.spend(host.post_recv * n)
+        if at_start:
+            host.charge(host.post_recv * n)
+        else:
+            host.spend(host.post_recv * n)
         q = srq.index
         verbs_srq = srq.srq
         for _ in range(n):

@@ -189,7 +189,7 @@ class OpenibModule(BtlModule):
         oob.publish(rank, settings.credits_policy)
         for srq in self.srqs:
             if srq is not None:
-                self.credits.post_srr(srq)
+                self.credits.post_srr(srq, at_start=True)
 
     # -- public BtlModule surface ---------------------------------------------------------
     def register_recv(self, tag: int, callback) -> None:
