@@ -30,13 +30,16 @@ simulation only when a rank calls it on the simulator's thread; a call from anyw
 else (the launcher, a program's own Python thread, a module that kept the proxy after
 the job) is the real function's, so the proxy is never the simulator's clock.
 
-Not covered: waits inside C code (``threading.Event.wait(timeout)``, ``queue.Queue.get
+A rank's wait on one of its own Python threads (``mpi4py.util.pool.ThreadPool``'s
+results) blocks the simulator in wall time; ``waiting_on_a_thread`` then moves the rank's
+clock by the wall time it waited. Not covered: other waits inside C code (``threading.Event.wait(timeout)``, ``queue.Queue.get
 (timeout=...)``, ``select``), which block in wall time, and ``datetime.now()``, which
 reads the system clock directly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import sys
@@ -45,7 +48,7 @@ import types
 
 from .context import lookup
 
-__all__ = ["RANK_TIME", "Installed"]
+__all__ = ["RANK_TIME", "Installed", "waiting_on_a_thread"]
 
 _PS_PER_S = 1_000_000_000_000
 _PS_PER_NS = 1_000
@@ -85,6 +88,25 @@ def sleep(secs) -> None:
         rc.sim.sleep(delay)
     finally:
         rc.blocked_in = outer
+
+
+@contextlib.contextmanager
+def waiting_on_a_thread():
+    """Around a rank's wait on a Python thread of its own (a thread pool's result), which
+    blocks the simulator in wall time: afterwards the rank sleeps the wall time it
+    waited, so its clock shows the wait as a process's would (the thread's own
+    ``time.sleep`` is real). The other ranks could not run meanwhile; how long the
+    thread took is the machine's, so such a program's times are not reproducible,
+    as its threads' scheduling is not."""
+    rc = lookup()
+    if rc is None:
+        yield
+        return
+    start = _real.perf_counter_ns()
+    try:
+        yield
+    finally:
+        rc.sim.sleep((_real.perf_counter_ns() - start) * _PS_PER_NS)
 
 
 def _clock(name: str, real):

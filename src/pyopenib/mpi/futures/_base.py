@@ -84,11 +84,12 @@ class Future(_cf.Future):
 
 
 def wait(fs, timeout=None, return_when=ALL_COMPLETED):
-    """``concurrent.futures.wait`` for any futures, waiting in simulated time."""
+    """``concurrent.futures.wait`` for any futures, waiting in simulated time (a future
+    counts as done as ``concurrent.futures`` counts it: ``_finished``)."""
     fs = set(fs)
 
     def done():
-        finished = [f for f in fs if f.done()]
+        finished = [f for f in fs if _finished(f)]
         if return_when == FIRST_COMPLETED:
             return bool(finished)
         if return_when == FIRST_EXCEPTION and any(
@@ -99,8 +100,14 @@ def wait(fs, timeout=None, return_when=ALL_COMPLETED):
 
     if fs:
         wait_until(done, timeout, "futures.wait")
-    finished = {f for f in fs if f.done()}
+    finished = {f for f in fs if _finished(f)}
     return _cf._base.DoneAndNotDoneFutures(finished, fs - finished)
+
+
+def _finished(future) -> bool:
+    """Done as ``concurrent.futures.wait`` counts it: finished, or cancelled and
+    notified; a future cancelled but not yet notified (``CANCELLED``) is not done."""
+    return future._state in (_cf._base.CANCELLED_AND_NOTIFIED, _cf._base.FINISHED)
 
 
 def as_completed(fs, timeout=None):
