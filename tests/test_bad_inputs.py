@@ -830,8 +830,9 @@ def test_no_device_params_warning_is_silenced_by_its_variable(workdir):
 
 def _options(command: click.Command, path: str):
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
-            yield from _options(sub, f"{path} {name}".strip())
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):  # a lazy group loads each on request
+            yield from _options(command.get_command(ctx, name), f"{path} {name}".strip())
         return
     for param in command.params:
         if isinstance(param, click.Option) and (param.is_flag or param.name == "help"):

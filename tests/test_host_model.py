@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from pyopenib.apps.perftest import run_perftest
 from pyopenib.apps.run_command import openib_btls
 from pyopenib.config.hosts import COST_FIELDS, host_for_device, load_hosts
 from pyopenib.errors import PyopenibError
@@ -182,3 +183,60 @@ def test_random_durations_are_centred_on_the_nominal_value():
         near = sum(abs(d - nominal) <= span * 0.05 for d in draws)
         assert near > sum(d <= lo + span * 0.1 for d in draws) or nominal == lo
         assert near > sum(d >= hi - span * 0.1 for d in draws) or nominal == hi
+
+
+def test_an_idle_rank_sees_a_wake_up_at_its_next_progress_pass():
+    """A rank with nothing to do busy-polls in passes of ``poll_empty``: what wakes it is
+    found at the start of the next pass, not the instant it lands."""
+    sim = make_simulator(0)
+    host = HostModel(sim, host_for_device("chelsio-t3"), 1.0)
+    period = host.poll_empty
+    seen = []
+
+    def rank():
+        host.idle()
+        sim.sleep(period * 5 // 2)  # the arrival, half-way through the third pass
+        host.spend(host.poll_phase())
+        seen.append(sim.now)
+
+    sim.spawn(rank)
+    sim.run()
+    assert seen == [3 * period]
+    assert HostModel(sim, host_for_device("chelsio-t3"), 0.0).poll_phase() == 0
+
+
+MPI_LATENCY = """
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+buf = bytearray(8)
+for i in range(60):
+    if i == 20:
+        t0 = MPI.Wtime()
+    if comm.rank == 0:
+        comm.Send(buf, dest=1)
+        comm.Recv(buf, source=1)
+    else:
+        comm.Recv(buf, source=0)
+        comm.Send(buf, dest=0)
+if comm.rank == 0:
+    print((MPI.Wtime() - t0) * 1e6 / 80)
+"""
+
+
+@pytest.mark.parametrize("device", ["chelsio-t3", "ibm-ehca"])
+def test_mpi_small_message_latency_sits_above_verbs_send_latency(tmp_path, device):
+    """Small MPI messages go by RDMA write into the eager-RDMA ring, which spares the
+    SEND's completion; the write still pays the responder's processing, and the host's
+    software costs more than the completion it spares (the order real adapters show)."""
+    prog = tmp_path / "lat.py"
+    prog.write_text(MPI_LATENCY)
+    out, err = io.StringIO(), io.StringIO()
+    make_btls = openib_btls(device, [], 1, cpu_scale=1.0)
+    result = run_job(str(prog), 2, make_btls, sim=make_simulator(0), stdout=out, stderr=err)
+    assert result.exit_code == 0, err.getvalue()
+    mpi_us = float(out.getvalue().split()[-1])
+    model = load_device_models()[device]
+    _setup, (send,) = run_perftest("send_lat", model, sizes=(8,), iters=100)
+    _setup, (write,) = run_perftest("write_lat", model, sizes=(8,), iters=100)
+    assert write.t_typical < send.t_typical < mpi_us

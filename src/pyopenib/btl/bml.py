@@ -56,6 +56,10 @@ class Bml(BtlModule):
         """The limits of the BTL that reaches ``peer``."""
         return self.route[peer].limits(peer)
 
+    def rendezvous_limits(self, peer: int):
+        """The rendezvous limits of the BTL that reaches ``peer``."""
+        return self.route[peer].rendezvous_limits(peer)
+
     def register_recv(self, tag: int, callback) -> None:
         for btl in self.btls:
             btl.register_recv(tag, callback)
