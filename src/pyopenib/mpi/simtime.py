@@ -30,25 +30,25 @@ simulation only when a rank calls it on the simulator's thread; a call from anyw
 else (the launcher, a program's own Python thread, a module that kept the proxy after
 the job) is the real function's, so the proxy is never the simulator's clock.
 
-A rank's wait on one of its own Python threads (``mpi4py.util.pool.ThreadPool``'s
-results) blocks the simulator in wall time; ``waiting_on_a_thread`` then moves the rank's
-clock by the wall time it waited. Not covered: other waits inside C code (``threading.Event.wait(timeout)``, ``queue.Queue.get
+A rank's Python threads are simulated processes of the rank (``coop_threading``): their
+``time`` calls are the rank's, and ``sleep`` blocks the calling thread only. Not covered:
+waits inside C code (``threading.Event.wait(timeout)``, ``queue.Queue.get
 (timeout=...)``, ``select``), which block in wall time, and ``datetime.now()``, which
 reads the system clock directly.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
 import sys
 import time as _real
 import types
 
+from . import rank_threads
 from .context import lookup
 
-__all__ = ["RANK_TIME", "Installed", "waiting_on_a_thread"]
+__all__ = ["RANK_TIME", "Installed"]
 
 _PS_PER_S = 1_000_000_000_000
 _PS_PER_NS = 1_000
@@ -75,38 +75,21 @@ def _seconds(secs) -> float | int:
 
 
 def sleep(secs) -> None:
-    """Block the calling rank for ``secs`` simulated seconds (module docstring)."""
+    """Block the calling rank (or rank thread) for ``secs`` simulated seconds (module
+    docstring); its deadlock or timeout report says it sleeps."""
     rc = lookup()
     if rc is None:
         _real.sleep(secs)
         return
     delay = round(_seconds(secs) * _PS_PER_S)
-    outer = rc.blocked_in
+    holder = rank_threads.running().holder  # the rank's, or the sleeping thread's own
+    outer = holder.blocked_in
     if outer is None:
-        rc.blocked_in = f"time.sleep({secs!r})"
+        holder.blocked_in = f"time.sleep({secs!r})"
     try:
         rc.sim.sleep(delay)
     finally:
-        rc.blocked_in = outer
-
-
-@contextlib.contextmanager
-def waiting_on_a_thread():
-    """Around a rank's wait on a Python thread of its own (a thread pool's result), which
-    blocks the simulator in wall time: afterwards the rank sleeps the wall time it
-    waited, so its clock shows the wait as a process's would (the thread's own
-    ``time.sleep`` is real). The other ranks could not run meanwhile; how long the
-    thread took is the machine's, so such a program's times are not reproducible,
-    as its threads' scheduling is not."""
-    rc = lookup()
-    if rc is None:
-        yield
-        return
-    start = _real.perf_counter_ns()
-    try:
-        yield
-    finally:
-        rc.sim.sleep((_real.perf_counter_ns() - start) * _PS_PER_NS)
+        holder.blocked_in = outer
 
 
 def _clock(name: str, real):

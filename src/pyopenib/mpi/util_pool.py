@@ -4,19 +4,16 @@
 ``ThreadPool`` on a ``ThreadPoolExecutor``; a subclass may name any executor with
 mpi4py's ``map``/``starmap`` as ``Executor``. ``AsyncResult.wait`` on an MPI future waits
 in simulated time (the future's own ``exception``), never on a thread event: only the
-simulator's thread runs MPI (``threads``); a wait on a thread pool's result blocks in wall
-time, which the rank's clock then shows (``simtime.waiting_on_a_thread``).
+simulator's thread runs MPI (``threads``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import os
 import warnings
 
 from . import futures as _futures
-from . import simtime
 
 __all__ = ["ApplyResult", "AsyncResult", "MapResult", "Pool", "ThreadPool"]
 
@@ -170,14 +167,10 @@ class AsyncResult:
             except BaseException as exc:  # noqa: BLE001 - the map's failure is its result's
                 future.set_exception(exc)
             return
-        waiting = contextlib.nullcontext()
-        if not isinstance(future, _futures.Future):  # a thread's: it blocks in wall time
-            waiting = simtime.waiting_on_a_thread()
-        with waiting:
-            try:
-                future.exception(timeout)
-            except (_futures.TimeoutError, _futures.CancelledError):
-                pass
+        try:
+            future.exception(timeout)
+        except (_futures.TimeoutError, _futures.CancelledError):
+            pass
 
     def ready(self) -> bool:
         return self.future.done()

@@ -80,8 +80,8 @@ class RemoteTraceback(Exception):
 def serialized(function):
     """``function`` holding ``serialized.lock`` while it runs, once the lock is set
     (mpi4py's: below ``THREAD_MULTIPLE`` its manager threads' MPI calls hold it).
-    pyopenib's pools take it nowhere: the rank makes their MPI calls itself, and ranks
-    are greenlets of one thread, where a lock one holds across a wait would stop all."""
+    pyopenib's pools take it nowhere: they have no manager thread, the rank's own waits
+    make their MPI calls (``_base``)."""
     if serialized.lock is None:
         return function
 
