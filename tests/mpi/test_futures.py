@@ -184,3 +184,29 @@ def test_use_pkl5_from_the_environment_warns_on_an_unexpected_value(tmp_path):
         "1",
         "[\"environment variable MPI4PY_FUTURES_USE_PKL5: unexpected value 'foobar'\"]",
     ]
+
+
+def test_a_single_rank_pool_runs_its_tasks_in_a_thread_so_a_timed_wait_expires(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        textwrap.dedent(
+            """
+            import time
+            from mpi4py import MPI
+            from mpi4py.futures import MPICommExecutor, MPIPoolExecutor, TimeoutError
+            if __name__ == "__main__":
+                for make in (lambda: MPIPoolExecutor(), lambda: MPICommExecutor(MPI.COMM_SELF)):
+                    with make() as executor:
+                        start = MPI.Wtime()
+                        slow = executor.submit(time.sleep, 0.5)
+                        try:
+                            slow.result(timeout=0.1)
+                        except TimeoutError:
+                            print("timeout", slow.running(), round(MPI.Wtime() - start, 3))
+                        print(slow.result(), MPI.Wtime() - start >= 0.5)
+            """
+        )
+    )
+    # under python -m mpi4py.futures on one rank, the shared pool has no other rank
+    lines = _ours(["-m", "mpi4py.futures", str(prog)], 1)[0]
+    assert lines == ["timeout True 0.1", "None True"] * 2

@@ -54,6 +54,7 @@ __all__ = [
     "server_main",
     "setup_mpi_threads",
     "shared_pool",
+    "threads_working",
 ]
 
 _TASK, _RESULT = 1, 2
@@ -151,7 +152,7 @@ def _join_clients() -> None:
         state.clients[-1].join()
 
 
-def pump_all(run_here: bool) -> None:
+def pump_all() -> None:
     """Collect the results that came in and send queued tasks to idle workers, for every
     live client end of the calling rank (see ``_base``).
 
@@ -172,8 +173,18 @@ def pump_all(run_here: bool) -> None:
             for i, reply in zip(indices or (), replies or (), strict=True):
                 end, worker = running[i]
                 end.finish(worker, reply)
-        if not any([end.dispatch(run_here) for end in list(state.clients)]):
+        if not any([end.dispatch() for end in list(state.clients)]):
             return
+
+
+def threads_working() -> bool:
+    """Whether a task of the calling rank runs in one of its threads (``LocalWorker``):
+    its end is no message, so a wait for it polls rather than sleeping until the PML
+    has something."""
+    state = _RANKS.get(context.current())
+    return state is not None and any(
+        isinstance(end, LocalWorker) and end.active is not None for end in state.clients
+    )
 
 
 def get_comm_server():
@@ -253,14 +264,14 @@ class Workers:
 
     def push(self, future, task) -> None:
         self.queue.append((future, task))
-        self.dispatch(False)
+        self.dispatch()
 
     def finish(self, worker: int, reply) -> None:
         future, _ = self.running.pop(worker)
         self.idle.append(worker)
         _settle(future, reply)
 
-    def dispatch(self, run_here: bool) -> bool:
+    def dispatch(self) -> bool:
         """Send queued tasks to idle workers; whether any was sent."""
         sent = False
         while self.queue and self.idle:
@@ -323,9 +334,12 @@ class Workers:
 
 
 class LocalWorker:
-    """A root with no other rank (``MPICommExecutor`` on a communicator of one): it runs
-    its tasks itself, one at a time, when it waits without a timeout, as mpi4py's
-    single-worker fallback does (``get_comm_workers()`` is ``COMM_SELF`` meanwhile)."""
+    """A root with no other rank (the shared pool of ``python -m mpi4py.futures`` on one
+    rank, ``MPICommExecutor`` on a communicator of one): its tasks run one at a time in
+    a thread of the rank, as mpi4py's single-worker ``ThreadPool`` runs them in its
+    manager thread. The thread is the rank's (a simulated one, ``coop_threading``), so a
+    task that sleeps or waits lets the rank's own timed waits expire meanwhile;
+    ``get_comm_workers()`` is ``COMM_SELF`` while a task runs."""
 
     size = 1
     broken = None
@@ -333,31 +347,38 @@ class LocalWorker:
     def __init__(self, owned: bool = True):
         self.owned = owned  # False: the shared pool's, which outlives its executors
         self.queue: collections.deque = collections.deque()
-        self.running: dict = {}  # never anything: the tasks run inside ``dispatch``
+        self.running: dict = {}  # never anything: no receive to test, a thread runs it
+        self.active = None  # the future whose task the thread runs
         rank_state().clients.append(self)
 
     def push(self, future, task) -> None:
         self.queue.append((future, task))
+        self.dispatch()
 
-    def dispatch(self, run_here: bool) -> bool:
-        """With ``run_here``, run the queued tasks; whether any ran."""
-        ran = False
-        while run_here and self.queue:
-            future, (fn, args, kwargs) = self.queue.popleft()
-            if not future.set_running_or_notify_cancel():
-                continue
-            ran = True
-            state = rank_state()
-            state.comm_server = _mpi().COMM_SELF
-            try:
-                reply = _call(fn, args, kwargs)
-            finally:
-                state.comm_server = None
-            _settle_reply(future, reply)
-        return ran
+    def dispatch(self) -> bool:
+        """Start the next queued task in a thread unless one runs; whether one started."""
+        while self.active is None and self.queue:
+            future, task = self.queue.popleft()
+            if future.set_running_or_notify_cancel():
+                self.active = future
+                name = f"mpi4py.futures LocalWorker ({getattr(task[0], '__name__', 'task')})"
+                threading.Thread(target=self._run, args=(future, task), name=name).start()
+                return True
+        return False
+
+    def _run(self, future, task) -> None:
+        state = rank_state()
+        state.comm_server = _mpi().COMM_SELF
+        try:
+            reply = _call(*task)
+        finally:
+            state.comm_server = None
+        self.active = None
+        _settle_reply(future, reply)
+        self.dispatch()
 
     def busy(self) -> bool:
-        return bool(self.queue)
+        return bool(self.queue) or self.active is not None
 
     def sync(self, options: dict) -> None:
         pass
@@ -373,7 +394,9 @@ class LocalWorker:
         self.queue = _cancelled(self.queue, futures)
 
     def join(self) -> None:
-        self.dispatch(True)
+        from ._base import wait_until
+
+        wait_until(lambda: not self.busy(), None, "mpi4py.futures (join)")
         if self in rank_state().clients:
             rank_state().clients.remove(self)
 
