@@ -18,19 +18,24 @@ from pyopenib.sim import RandomOracle, Tracer, make_simulator
 from pyopenib.sim.host import FREE_HOST, HostModel
 
 PINGPONG = """
-import numpy as np
 from mpi4py import MPI
 
 comm = MPI.COMM_WORLD
-buf = np.zeros(4096, dtype=np.uint8)
-for _ in range(20):
+buf = bytearray({size})
+for i in range({warmup} + {iters}):
+    if i == {warmup}:
+        t0 = MPI.Wtime()
     if comm.rank == 0:
         comm.Send(buf, dest=1)
         comm.Recv(buf, source=1)
     else:
         comm.Recv(buf, source=0)
         comm.Send(buf, dest=0)
+if comm.rank == 0:
+    print((MPI.Wtime() - t0) * 1e6 / (2 * {iters}))
 """
+"""A ping-pong of ``size``-byte messages; rank 0 prints the one-way latency (µs) of the
+``iters`` after ``warmup``."""
 
 # 300 one-way eager messages on the T3's 64 KiB queue (rd_num 256, rd_low 192): the
 # receiver re-posts 64 buffers once 64 were consumed
@@ -49,7 +54,8 @@ comm.Barrier()
 """
 
 
-def _run(tmp_path, text, device, cpu_scale, tracer=None):
+def _job(tmp_path, text, device, cpu_scale, tracer=None):
+    """Run ``text`` on two ranks; the job's result and its standard output."""
     prog = tmp_path / "prog.py"
     prog.write_text(text)
     out, err = io.StringIO(), io.StringIO()
@@ -57,12 +63,17 @@ def _run(tmp_path, text, device, cpu_scale, tracer=None):
     make_btls = openib_btls(device, [], 1, cpu_scale=cpu_scale)
     result = run_job(str(prog), 2, make_btls, sim=sim, stdout=out, stderr=err)
     assert result.exit_code == 0, err.getvalue()
-    return result.sim_time_ps
+    return result, out.getvalue()
+
+
+def _run(tmp_path, text, device, cpu_scale, tracer=None):
+    return _job(tmp_path, text, device, cpu_scale, tracer)[0].sim_time_ps
 
 
 @pytest.mark.parametrize("device", ["chelsio-t3", "mellanox-connectx5"])
 def test_simulated_time_grows_with_cpu_scale_and_zero_is_a_free_host(tmp_path, device):
-    times = [_run(tmp_path, PINGPONG, device, scale) for scale in (0.0, 1.0, 2.0)]
+    pingpong = PINGPONG.format(size=4096, warmup=0, iters=20)
+    times = [_run(tmp_path, pingpong, device, scale) for scale in (0.0, 1.0, 2.0)]
     assert times[0] < times[1] < times[2]
     # the host's cost is linear in the scale (the NIC's part does not move)
     assert times[2] - times[1] == pytest.approx(times[1] - times[0], rel=0.05)
@@ -205,37 +216,14 @@ def test_an_idle_rank_sees_a_wake_up_at_its_next_progress_pass():
     assert HostModel(sim, host_for_device("chelsio-t3"), 0.0).poll_phase() == 0
 
 
-MPI_LATENCY = """
-from mpi4py import MPI
-
-comm = MPI.COMM_WORLD
-buf = bytearray(8)
-for i in range(60):
-    if i == 20:
-        t0 = MPI.Wtime()
-    if comm.rank == 0:
-        comm.Send(buf, dest=1)
-        comm.Recv(buf, source=1)
-    else:
-        comm.Recv(buf, source=0)
-        comm.Send(buf, dest=0)
-if comm.rank == 0:
-    print((MPI.Wtime() - t0) * 1e6 / 80)
-"""
-
-
 @pytest.mark.parametrize("device", ["chelsio-t3", "ibm-ehca"])
 def test_mpi_small_message_latency_sits_above_verbs_send_latency(tmp_path, device):
     """Small MPI messages go by RDMA write into the eager-RDMA ring, which spares the
     SEND's completion; the write still pays the responder's processing, and the host's
     software costs more than the completion it spares (the order real adapters show)."""
-    prog = tmp_path / "lat.py"
-    prog.write_text(MPI_LATENCY)
-    out, err = io.StringIO(), io.StringIO()
-    make_btls = openib_btls(device, [], 1, cpu_scale=1.0)
-    result = run_job(str(prog), 2, make_btls, sim=make_simulator(0), stdout=out, stderr=err)
-    assert result.exit_code == 0, err.getvalue()
-    mpi_us = float(out.getvalue().split()[-1])
+    pingpong = PINGPONG.format(size=8, warmup=20, iters=40)
+    _result, out = _job(tmp_path, pingpong, device, 1.0)
+    mpi_us = float(out.split()[-1])
     model = load_device_models()[device]
     _setup, (send,) = run_perftest("send_lat", model, sizes=(8,), iters=100)
     _setup, (write,) = run_perftest("write_lat", model, sizes=(8,), iters=100)

@@ -111,6 +111,10 @@ class Bml(BtlModule):
             handled += self.openib.progress()
         return handled
 
+    def wake(self) -> None:
+        # with both, the wait is the openib module's (sm's arrivals wake it)
+        (self.openib if self.uses_openib else self.sm).wake()
+
     def wait_for_activity(self) -> None:
         """Block until either BTL has something: an sm arrival or completion wakes the
         openib module's wait exactly as one of its own completions would."""

@@ -8,7 +8,8 @@ Threading model (MPI semantics, no background thread): nothing happens for a pro
 unless its own rank greenlet calls ``progress()``. A rank that has nothing to do but wait
 calls ``wait_for_activity()``, which blocks the greenlet in simulated time until one of
 the process's completion queues has an entry (like ``ibv_get_cq_event``) and returns;
-then it calls ``progress()`` again.
+then it calls ``progress()`` again. ``wake()`` ends that wait early: another thread of
+the process (``MPI_THREAD_MULTIPLE``) queued work only a progress pass handles.
 
 Callbacks (receive callbacks and ``on_complete``) run inside ``progress()`` on the rank's
 own greenlet; they must not block.
@@ -176,3 +177,8 @@ class BtlModule(ABC):
     @abstractmethod
     def wait_for_activity(self) -> None:
         """Block the calling rank greenlet until a completion is pending (see module doc)."""
+
+    @abstractmethod
+    def wake(self) -> None:
+        """Return the greenlet blocked in ``wait_for_activity`` from it (through the event
+        heap, at the current instant); nothing when none is blocked."""

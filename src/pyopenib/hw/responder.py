@@ -63,11 +63,6 @@ class Responder:
         the TCP/MPA/DDP receive path. SENDs, RDMA WRITEs and READ requests all pay it;
         only a SEND's completion (``cqe``) comes on top."""
 
-    def _processing(self) -> int:
-        rx = self.rx
-        sim = self.sim
-        return rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2])
-
     def _ctrl_packet(self, qp: HwQp, kind: int, msn: int, reason: str = "") -> Packet:
         wire = self.header_bytes + ACK_PAYLOAD
         pkt = Packet(kind, self.nic.lid, qp.dest_lid, qp.qpn, qp.dest_qpn, msn, wire)
@@ -103,11 +98,13 @@ class Responder:
         # cut-through: each packet's payload is written to host memory once processed
         # (posted writes, in order), the completion after the last write has landed. The
         # receive was taken on arrival, above: the queue is checked as processing starts.
-        now = self.sim.now
+        sim = self.sim
+        now = sim.now
+        rx = self.rx
+        placed = now + (rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2]))
         pcie = self.pcie
         nbytes = pkt.nbytes
-        end = pcie.stream(nbytes, False, now + self._processing())
-        end += int(nbytes * pcie.ps_per_byte)
+        end = pcie.stream(nbytes, False, placed) + int(nbytes * pcie.ps_per_byte)
         if end < resp.dma_end:
             end = resp.dma_end  # PCIe posted writes land in the order they were issued
         resp.dma_end = end
@@ -217,8 +214,11 @@ class Responder:
         data = mr.buffer[off : off + pkt.msg_len].tobytes()
         # cut-through, as for a send: the first response packet leaves once its bytes
         # are read, the others follow at bus rate
-        now = self.sim.now
-        base = self.pcie.stream(len(data), True, now + self._processing())
+        sim = self.sim
+        now = sim.now
+        rx = self.rx
+        start = now + (rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2]))
+        base = self.pcie.stream(len(data), True, start)
         first = min(len(data), qp.path_mtu)
         delay = base + int(first * self.pcie.ps_per_byte) - now
         self.sim.schedule(delay, self._send_read_resp, qp, pkt.msn, data, base)

@@ -81,7 +81,7 @@ class RankContext:
             self.sim.sleep(idle_ps)
             return False
         if self.threads is not None:  # it may have ended another thread's wait
-            self.threads.wake_followers()
+            self.threads.after_pass()
         return True
 
     def wait_request(self, preq, call) -> None:

@@ -43,6 +43,7 @@ import time
 from ..errors import TransportError
 from ..sim import PS_PER_S
 from . import rank_threads
+from .context import POLL_PS
 from .rank_threads import RankThread, RankThreads, running
 
 __all__ = ["CoopLock", "Cooperative"]
@@ -67,17 +68,20 @@ class CoopLock:
     rank's thread (and blocks the OS thread as a real lock when it is not). The real
     lock underneath holds the state; a release on the simulator's thread with simulated
     waiters leaves it held and passes it to the first of them. A release from another OS
-    thread only frees the real lock: a simulated waiter sees that when its timeout
-    expires (one without a timeout waits on, and the deadlock report says where)."""
+    thread only frees the real lock (it must not touch the event heap): a simulated
+    waiter queued before sees it when its timeout expires, and one that finds the lock
+    held by such a thread polls for it in simulated time."""
 
-    __slots__ = ("_lock", "_waiters", "__weakref__")
+    __slots__ = ("_lock", "_waiters", "_foreign", "__weakref__")
 
     def __init__(self):
         self._lock = _real_allocate_lock()
         self._waiters: collections.deque | None = None
+        self._foreign = False  # held by an OS thread outside the simulation
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if self._lock.acquire(False):
+            self._foreign = _real_get_ident() != _SIMULATOR[0]
             return True
         if not blocking:
             if timeout != -1:
@@ -85,10 +89,26 @@ class CoopLock:
             return False
         thread = running()
         if thread is None:
-            return self._lock.acquire(True, timeout)
+            got = self._lock.acquire(True, timeout)
+            self._foreign = got and _real_get_ident() != _SIMULATOR[0]
+            return got
         if timeout < 0 and timeout != -1:
             raise ValueError("timeout value must be a non-negative number")
+        if self._foreign:
+            return self._poll(thread, timeout)
         return self._wait(thread, timeout)
+
+    def _poll(self, thread: RankThread, timeout: float) -> bool:
+        """Wait for an OS thread's release, which cannot reach the simulator: retry in
+        simulated time, as a blocking socket call does (``sockets``)."""
+        sim = thread.ctx.sim
+        deadline = None if timeout == -1 else sim.now + int(timeout * PS_PER_S)
+        while not self._lock.acquire(False):
+            if deadline is not None and sim.now >= deadline:
+                return False
+            sim.sleep(POLL_PS)
+        self._foreign = False
+        return True
 
     def _wait(self, thread: RankThread, timeout: float) -> bool:
         waiter = _Waiter(thread)
@@ -102,6 +122,8 @@ class CoopLock:
         outer = holder.blocked_in
         if outer is None:
             holder.blocked_in = (_wait_label, sys._getframe(2))
+        if thread.ctx.threads is not None:
+            thread.ctx.threads.yielding(thread)
         try:
             # False: timed out, unless an OS thread released the lock meanwhile
             return sim.suspend() or self._lock.acquire(False)
@@ -258,11 +280,10 @@ def _stop_pool_workers(ctx) -> None:
     pool = sys.modules.get("concurrent.futures.thread")
     if pool is None:
         return
-    mine = {t.view for t in ctx.threads.started}
+    alive = {t.view for t in ctx.threads.alive()}
     for worker, work_queue in list(pool._threads_queues.items()):
-        if worker in mine:
-            args = getattr(worker, "_args", None)  # (executor weakref, queue, ...) while it runs
-            executor = args[0]() if args else None
+        if worker in alive:  # a worker's arguments, until it ends: (executor weakref, ...)
+            executor = vars(worker)["_args"][0]()
             if executor is not None:
                 executor._shutdown = True
             work_queue.put(None)

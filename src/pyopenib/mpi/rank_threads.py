@@ -80,6 +80,7 @@ class RankThreads:
         self.main = main
         self.started: list[RankThread] = []
         self.driver: RankThread | None = None
+        self.driver_waiting = False  # the driver sleeps in the BTL's wait for activity
         self.followers: list[RankThread] = []
         self.next_name = 1
 
@@ -112,11 +113,14 @@ class RankThreads:
                     self.driver = me
                 if self.driver is me:
                     if pml.progress() == 0:
+                        self.driver_waiting = True
                         pml.wait_for_activity()
+                        self.driver_waiting = False
                         continue
                     self.wake_followers()
                 else:
                     self.followers.append(me)
+                    self.yielding(me)
                     sim.suspend()
                 if not after_idle:
                     found = test()
@@ -127,6 +131,22 @@ class RankThreads:
                 self.driver = None
                 self.wake_followers()
             holder.blocked_in = outer
+
+    def yielding(self, me: RankThread | None) -> None:
+        """``me`` gives the simulator back (it blocks or ends) after running: what it
+        did may have queued work for the rank itself that only a progress pass handles
+        (a send to itself, the RTS and ACK of one), so a driver asleep in the BTL's wait
+        wakes for a pass (``Pml.wake``; a pass that finds nothing costs nothing)."""
+        if self.driver_waiting and self.driver is not me:
+            self.driver_waiting = False
+            self.ctx._pml.wake()
+
+    def after_pass(self) -> None:
+        """A progress pass outside the shared loop (``Test``, ``Iprobe``: never the
+        driver's) handled something: it may have ended any waiting thread's wait, the
+        driver's too."""
+        self.wake_followers()
+        self.yielding(None)
 
     def wake_followers(self) -> None:
         """Let every follower test its own wait again (after a pass that handled

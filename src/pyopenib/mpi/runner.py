@@ -309,6 +309,7 @@ class _Job:
         self.space.enter(glet, ctx.modules)
         try:
             function(*args, **kwargs)  # threading's bootstrap: it reports the thread's errors
+            ctx.threads.yielding(thread)
         except (_JobOver, GreenletExit, KeyboardInterrupt):
             raise
         except (JobAborted, TransportError) as exc:

@@ -26,15 +26,15 @@ so the program, its modules and any module first imported during the job get it 
 ``import time``, and ``time.sleep`` pickled by one rank (``executor.submit(time.sleep,
 0.5)``) is the proxy's on the rank that unpickles it. pyopenib itself, the simulator and
 every module imported before the job keep the real module. The proxy answers from the
-simulation only when a rank calls it on the simulator's thread; a call from anywhere
-else (the launcher, a program's own Python thread, a module that kept the proxy after
-the job) is the real function's, so the proxy is never the simulator's clock.
+simulation only when a rank (or a rank's ``threading.Thread``, a simulator process of
+the rank: ``coop_threading``) calls it on the simulator's thread; a call from anywhere
+else (the launcher, an OS thread, a module that kept the proxy after the job) is the
+real function's, so the proxy is never the simulator's clock. ``threading``'s and
+``queue``'s timeouts (``Event.wait(timeout)``, ``Queue.get(timeout=...)``) are
+simulated time too, through ``coop_threading``.
 
-A rank's Python threads are simulated processes of the rank (``coop_threading``): their
-``time`` calls are the rank's, and ``sleep`` blocks the calling thread only. Not covered:
-waits inside C code (``threading.Event.wait(timeout)``, ``queue.Queue.get
-(timeout=...)``, ``select``), which block in wall time, and ``datetime.now()``, which
-reads the system clock directly.
+Not covered: waits inside C code (``select``), which block in wall time, and
+``datetime.now()``, which reads the system clock directly.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..btl.interface import RendezvousLimits
 from .header import (
     ACK,
     ACK_HDR,
@@ -111,7 +112,7 @@ class Pml:
         # the PML adds nothing to it (see ``wait_for_activity`` below for what it does)
         self.wait_for_activity = btl.wait_for_activity
         self._progress_hooks: list = []
-        self._rendezvous_limits: dict[int, object] = {}
+        self._rendezvous_limits: dict[int, RendezvousLimits | None] = {}
         self._paths = RendezvousPaths(self, self._live)
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
@@ -128,7 +129,7 @@ class Pml:
         """The largest fragment (header included) of a pipelined send to ``peer``."""
         return self._frag if self._btl_limits is None else self._limits(peer)[2]
 
-    def rendezvous_limits(self, peer: int):
+    def rendezvous_limits(self, peer: int) -> RendezvousLimits | None:
         """How a rendezvous to or from ``peer`` may travel (``BtlModule.rendezvous_limits``)."""
         cache = self._rendezvous_limits
         if peer not in cache:
@@ -321,6 +322,12 @@ class Pml:
         one in ``__init__``, so the wait costs no call of the PML's own.)"""
         self.btl.wait_for_activity()
 
+    def wake(self) -> None:
+        """End a ``wait_for_activity`` of the process early: another of its threads
+        queued work only a progress pass handles (a message to itself), as Open MPI's
+        ``wait_sync`` signals the thread that waits."""
+        self.btl.wake()
+
     def one_sided(self, ops: Mapping[str, Combine]) -> OscModule:
         """This process's one-sided (osc) component over the BTL the PML runs on: Open
         MPI's osc/rdma takes its put/get/atomics from the same BTL modules as ob1. One
@@ -399,17 +406,10 @@ class Pml:
 
     @staticmethod
     def _rndv_frag(peer, source, tag, view, copy: bool) -> _Unexpected:
-        fields = RNDV_HDR.unpack_from(view)
+        _, flags, _, _, _, _, total, send_id = RNDV_HDR.unpack_from(view)
         payload = view[_RNDV_LEN:]
         return _Unexpected(
-            peer,
-            source,
-            tag,
-            RNDV,
-            bytes(payload) if copy else payload,
-            fields[6],
-            fields[7],
-            fields[1],
+            peer, source, tag, RNDV, bytes(payload) if copy else payload, total, send_id, flags
         )
 
     def _deliver(self, req: RecvRequest, peer: int, frag: _Unexpected) -> None:
