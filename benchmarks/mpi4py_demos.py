@@ -135,7 +135,11 @@ DEMOS: list[Demo] = [
     Demo("futures/run_hello.py", 5, python=("-m", "mpi4py.futures")),
     Demo("futures/run_cpi.py", 5, python=("-m", "mpi4py.futures")),
     Demo("futures/run_primes.py", 5, python=("-m", "mpi4py.futures")),
+    # the makefile's run-unittest: plain and under python -m mpi4py.futures, -n 1 and 2
+    Demo("futures/test_futures.py", 1),
     Demo("futures/test_futures.py", 2),
+    Demo("futures/test_futures.py", 1, python=("-m", "mpi4py.futures")),
+    Demo("futures/test_futures.py", 2, python=("-m", "mpi4py.futures")),
     *_mpi_ref(),
     *_init_fini(),
     *OSU,

@@ -107,3 +107,38 @@ def test_each_rank_reads_its_own_rc(tmp_path):
     code, out, err = _ours(prog, 2, [])
     assert code == 0, err
     assert out == {0: ["exception True"], 1: ["exception True"]}
+
+
+_BEFORE_INIT = {
+    "rank": "print(MPI.COMM_WORLD.Get_rank())",
+    "size-property": "print(MPI.COMM_SELF.size)",
+    "barrier": "MPI.COMM_WORLD.Barrier()",
+    "send-object": "MPI.COMM_WORLD.send(1, dest=0)",
+    "finalize": "MPI.Finalize()",
+}
+
+
+@pytest.mark.parametrize("case", list(_BEFORE_INIT))
+def test_a_call_before_mpi_init_ends_the_rank_with_open_mpis_message(tmp_path, case):
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        textwrap.dedent(
+            """
+            import mpi4py
+            mpi4py.rc.initialize = False
+            from mpi4py import MPI
+            print("initialized", MPI.Is_initialized(), MPI.Wtime() >= 0, flush=True)
+            try:
+                CALL
+            except Exception as exc:  # Open MPI aborts the process: nothing to catch
+                print("caught", type(exc).__name__)
+            """
+        ).replace("CALL", _BEFORE_INIT[case])
+    )
+
+    def stars(err: str) -> list[str]:
+        return [line.split(">:")[-1] for line in err.splitlines() if "*** " in line]
+
+    ours, real = _ours(prog, 1, []), _real(prog, 1, [])
+    assert ours[:2] == real[:2] == (1, {0: ["initialized False True"]})
+    assert stars(ours[2]) == stars(real[2]) and len(stars(ours[2])) == 3

@@ -82,6 +82,25 @@ def test_a_ranks_clocks_read_simulated_time_from_the_start_of_the_run(tmp_path):
     assert lines[4] == "time True"
 
 
+def test_a_ranks_thread_sleeps_in_simulated_time_and_reads_the_ranks_clock(tmp_path):
+    out = _run(
+        tmp_path,
+        """
+        import threading, time
+        from mpi4py import MPI
+        seen = []
+        worker = threading.Thread(target=lambda: (time.sleep(1.5), seen.append(time.time())))
+        worker.start()
+        time.sleep(0.5)
+        print("main", time.monotonic(), seen)
+        worker.join()
+        print("joined", MPI.Wtime(), seen)
+        """,
+        nprocs=1,
+    )
+    assert out.splitlines() == ["main 0.5 []", "joined 1.5 [1.5]"]
+
+
 def test_sleep_refuses_what_the_real_sleep_refuses(tmp_path):
     out = _run(
         tmp_path,

@@ -15,6 +15,8 @@ program's subclass overrides any of them as it would mpi4py's.
 
 from __future__ import annotations
 
+import sys
+
 from . import attributes, coll_comms, coll_methods, dynproc, errhandler, p2p, ulfm
 from .coll_comms import CommState
 from .context import JobAborted, current
@@ -69,7 +71,12 @@ class Comm(metaclass=MpiClass):
             return s
         if s is None:
             raise Exception(_ERR["ERR_COMM"])
-        return getattr(current(), s)
+        state = getattr(current(), s)
+        if state is None:  # COMM_WORLD or COMM_SELF before MPI_Init
+            from .startup import called_before_init
+
+            called_before_init(sys._getframe(1))
+        return state
 
     # -- identity -----------------------------------------------------------------------
     def Get_rank(self) -> int:

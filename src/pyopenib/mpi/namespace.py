@@ -25,6 +25,7 @@ from . import (
     intercomm,
     p2p,
     session,
+    startup,
     topology,
     win,
 )
@@ -78,6 +79,8 @@ def Finalize() -> None:
     if rc.finalized:
         sys.stderr.write(TOPICS["mpi-called-after-finalize"].format(call="MPI_Finalize") + "\n")
         raise SystemExit(1)
+    if rc.self_comm is None:  # before MPI_Init
+        startup.called_before_init(sys._getframe())
     delete_attributes(Intracomm._of("self_comm"), comm_attributes(rc.self_comm))
     rc.finalized = True
 

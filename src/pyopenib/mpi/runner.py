@@ -341,7 +341,7 @@ class _Job:
             self.result = result
             self._report = TOPICS[topic].format(
                 jobid=ctx.jobid,
-                rank=ctx.world.rank,
+                rank=startup.world_of(ctx).rank,
                 host=ctx.hostname,
                 code=result.exit_code,
                 time=_format_time(result.sim_time_ps),

@@ -45,6 +45,7 @@ import sys
 import time as _real
 import types
 
+from . import rank_threads
 from .context import lookup
 
 __all__ = ["RANK_TIME", "Installed"]
@@ -74,19 +75,21 @@ def _seconds(secs) -> float | int:
 
 
 def sleep(secs) -> None:
-    """Block the calling rank for ``secs`` simulated seconds (module docstring)."""
+    """Block the calling rank (or rank thread) for ``secs`` simulated seconds (module
+    docstring); its deadlock or timeout report says it sleeps."""
     rc = lookup()
     if rc is None:
         _real.sleep(secs)
         return
     delay = round(_seconds(secs) * _PS_PER_S)
-    outer = rc.blocked_in
+    holder = rank_threads.running().holder  # the rank's, or the sleeping thread's own
+    outer = holder.blocked_in
     if outer is None:
-        rc.blocked_in = f"time.sleep({secs!r})"
+        holder.blocked_in = f"time.sleep({secs!r})"
     try:
         rc.sim.sleep(delay)
     finally:
-        rc.blocked_in = outer
+        holder.blocked_in = outer
 
 
 def _clock(name: str, real):

@@ -15,8 +15,9 @@ finalised if ``rc.finalize`` says so (``None``: if mpi4py initialised it).
 
 Ranks are processes: each rank has its own ``mpi4py`` package and ``rc`` (``package``)
 and its own state here. ``MPI4PY_PICKLE_PROTOCOL``/``MPI4PY_PICKLE_THRESHOLD`` set
-``MPI.pickle`` at the import too. A call other than these before ``MPI_Init`` is not
-refused (Open MPI aborts the job: "called before MPI_INIT was invoked").
+``MPI.pickle`` at the import too. A use of ``COMM_WORLD`` or ``COMM_SELF`` before
+``MPI_Init`` ends the rank with Open MPI's "called before MPI_INIT was invoked"
+(``called_before_init``); other objects' calls before it are not refused.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ import weakref
 from ..errors import TOPICS, register_topics
 from . import context, errhandler, threads
 
-__all__ = ["Init", "Init_thread", "Is_initialized", "Query_thread", "bootstrap", "left_active"]
+__all__ = [
+    "Init",
+    "Init_thread",
+    "Is_initialized",
+    "Query_thread",
+    "bootstrap",
+    "called_before_init",
+    "left_active",
+    "world_of",
+]
 
 _DEFAULTS = {
     "initialize": True,
@@ -64,6 +74,14 @@ register_topics(
             "*** Unknown error\n*** MPI_ERRORS_ARE_FATAL (processes in this communicator "
             "will now abort,\n***    and potentially your MPI job)"
         ),
+        "mpi-called-before-init": (
+            "*** The {call}() function was called before MPI_INIT was invoked.\n"
+            "*** This is disallowed by the MPI standard.\n"
+            "*** Your MPI job will now abort.\n"
+            "[{host}:{pid}] Local abort before MPI_INIT completed completed successfully, but "
+            "am not able to aggregate error messages, and not able to guarantee that all "
+            "other processes were killed!"
+        ),
     }
 )
 
@@ -72,13 +90,14 @@ class _RankStartup:
     """One rank's initialisation: whether MPI is initialised, the level it provides,
     and what the options it read say about errors and finalising."""
 
-    __slots__ = ("initialized", "provided", "errors", "finalize")
+    __slots__ = ("initialized", "provided", "errors", "finalize", "predefined")
 
     def __init__(self):
         self.initialized = False
         self.provided = threads.SUPPORTED
         self.errors = "exception"
         self.finalize = False
+        self.predefined = None  # (COMM_WORLD's, COMM_SELF's state) held until MPI_Init
 
 
 _RANKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -177,15 +196,79 @@ def bootstrap(rc, mpi) -> None:
     ctx.at_exit.append(_at_exit)
     if opts["initialize"]:
         _initialise(ctx, opts["thread_level"] if opts["threads"] else threads.THREAD_SINGLE)
+    else:  # until MPI_Init, COMM_WORLD and COMM_SELF are not there (``called_before_init``)
+        state.predefined = (ctx.world, ctx.self_comm)
+        ctx.world = ctx.self_comm = None
 
 
 def _initialise(ctx, required: int) -> int:
     state = _state(ctx)
     state.initialized = True
+    if state.predefined is not None:
+        (ctx.world, ctx.self_comm), state.predefined = state.predefined, None
     state.provided = min(required, threads.SUPPORTED)
     threads.active().provided = state.provided
     errhandler.set_rank_defaults(state.errors, ctx.world, ctx.self_comm)
     return state.provided
+
+
+_COMM_FUNCTIONS = {
+    "Get_rank": "rank",
+    "Get_size": "size",
+    "Get_group": "group",
+    "rank": "rank",
+    "size": "size",
+    "group": "group",
+    "Dup": "dup",
+    "Split": "split",
+    "Split_type": "split_type",
+    "Create": "create",
+    "Create_group": "create_group",
+    "Compare": "compare",
+    "Free": "free",
+    "Get_name": "get_name",
+    "Set_name": "set_name",
+    "Get_attr": "get_attr",
+    "Set_attr": "set_attr",
+    "Delete_attr": "delete_attr",
+    "Get_errhandler": "get_errhandler",
+    "Set_errhandler": "set_errhandler",
+    "Get_info": "get_info",
+    "Set_info": "set_info",
+}
+"""mpi4py's communicator methods whose C function is ``MPI_Comm_<name>``; the others are
+``MPI_<Name>`` (``Send``, ``Barrier``; ``send`` and ``bcast`` as their C calls)."""
+
+
+def called_before_init(frame) -> None:
+    """A rank used ``COMM_WORLD`` or ``COMM_SELF`` before ``MPI_Init`` (``rc.initialize``
+    false): Open MPI's message naming the C function, and the rank ends with status 1,
+    as Open MPI aborts the process. ``frame`` is the caller's: the call is the innermost
+    public function from there out (``send``, not the ``_send_obj`` it calls)."""
+    while frame is not None and frame.f_code.co_name.startswith("_"):
+        frame = frame.f_back
+    name = None if frame is None else frame.f_code.co_name
+    function = _COMM_FUNCTIONS.get(name)
+    if function is not None:
+        call = f"MPI_Comm_{function}"
+    else:
+        call = f"MPI_{(name or 'Comm').lstrip('_').capitalize()}"
+        if name and name[0].isupper():
+            call = f"MPI_{name}"
+    ctx = context.current()
+    sys.stderr.write(
+        TOPICS["mpi-called-before-init"].format(call=call, host=ctx.hostname, pid=ctx.rank) + "\n"
+    )
+    raise SystemExit(1)
+
+
+def world_of(ctx):
+    """The rank's ``COMM_WORLD`` state, also while ``MPI_Init`` holds it back (for
+    mpirun's reports, which name a process by its rank in its job's world)."""
+    state = _RANKS.get(ctx)
+    if ctx.world is None and state is not None and state.predefined is not None:
+        return state.predefined[0]
+    return ctx.world
 
 
 def _at_exit() -> None:

@@ -50,18 +50,20 @@ _IDLE_MAX_PS = 1_000_000_000
 
 def wait_until(done, timeout, call: str) -> bool:
     """Pump and sleep in simulated time until ``done()``; False if ``timeout`` simulated
-    seconds passed first. A root without workers runs its queued tasks in a wait without
-    a timeout or with a positive one (``run_here``: they take the simulated time they
-    take); a zero timeout only looks. Between fruitless polls a timed wait sleeps twice
-    as long each time, up to ``_IDLE_MAX_PS``, as mpi4py's manager backs off."""
+    seconds passed first (a zero timeout only looks). Without a timeout the rank sleeps
+    until its PML has something, until a task runs in one of its threads (``_core.
+    threads_working``: its end is no message); from then on it polls as a timed wait does:
+    between fruitless polls it sleeps twice as long each time, up to ``_IDLE_MAX_PS``,
+    as mpi4py's manager backs off."""
     ctx = context.current()
     if timeout is None:
-        ctx.wait_for(lambda: _core.pump_all(run_here=True) or done(), call)
-        return True
-    deadline = ctx.sim.now + int(timeout * _PS_PER_S)
+        ctx.wait_for(lambda: _core.pump_all() or done() or _core.threads_working(), call)
+        if done():
+            return True
+    deadline = None if timeout is None else ctx.sim.now + int(timeout * _PS_PER_S)
     idle = context.POLL_PS
-    while not (_core.pump_all(run_here=timeout > 0) or done()):
-        left = deadline - ctx.sim.now
+    while not (_core.pump_all() or done()):
+        left = _IDLE_MAX_PS if deadline is None else deadline - ctx.sim.now
         if left <= 0:
             return False
         idle = context.POLL_PS if ctx.poll(min(idle, left)) else min(2 * idle, _IDLE_MAX_PS)
@@ -84,11 +86,12 @@ class Future(_cf.Future):
 
 
 def wait(fs, timeout=None, return_when=ALL_COMPLETED):
-    """``concurrent.futures.wait`` for any futures, waiting in simulated time."""
+    """``concurrent.futures.wait`` for any futures, waiting in simulated time (a future
+    counts as done as ``concurrent.futures`` counts it: ``_finished``)."""
     fs = set(fs)
 
     def done():
-        finished = [f for f in fs if f.done()]
+        finished = [f for f in fs if _finished(f)]
         if return_when == FIRST_COMPLETED:
             return bool(finished)
         if return_when == FIRST_EXCEPTION and any(
@@ -99,8 +102,14 @@ def wait(fs, timeout=None, return_when=ALL_COMPLETED):
 
     if fs:
         wait_until(done, timeout, "futures.wait")
-    finished = {f for f in fs if f.done()}
+    finished = {f for f in fs if _finished(f)}
     return _cf._base.DoneAndNotDoneFutures(finished, fs - finished)
+
+
+def _finished(future) -> bool:
+    """Done as ``concurrent.futures.wait`` counts it: finished, or cancelled and
+    notified; a future cancelled but not yet notified (``CANCELLED``) is not done."""
+    return future._state in (_cf._base.CANCELLED_AND_NOTIFIED, _cf._base.FINISHED)
 
 
 def as_completed(fs, timeout=None):

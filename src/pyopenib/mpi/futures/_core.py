@@ -30,8 +30,10 @@ import os
 import pickle
 import runpy
 import sys
+import threading
 import traceback
 import types
+import warnings
 import weakref
 
 from .. import context
@@ -45,10 +47,14 @@ __all__ = [
     "client_spawn",
     "comm_split",
     "get_comm_server",
+    "os_environ_get",
     "pump_all",
+    "serialized",
     "serve",
     "server_main",
+    "setup_mpi_threads",
     "shared_pool",
+    "threads_working",
 ]
 
 _TASK, _RESULT = 1, 2
@@ -72,18 +78,56 @@ class RemoteTraceback(Exception):
         return self.tb
 
 
+def serialized(function):
+    """``function`` holding ``serialized.lock`` while it runs, once the lock is set
+    (mpi4py's: below ``THREAD_MULTIPLE`` its manager threads' MPI calls hold it).
+    pyopenib's pools take it nowhere: they have no manager thread, the rank's own waits
+    make their MPI calls (``_base``)."""
+    if serialized.lock is None:
+        return function
+
+    def wrapper(*args, **kwargs):
+        with serialized.lock:
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+serialized.lock = None
+
+
+def setup_mpi_threads() -> None:
+    """mpi4py's check of the rank's thread level before a pool starts its manager
+    thread: ``serialized`` gets its lock below ``THREAD_MULTIPLE``, and below
+    ``THREAD_SERIALIZED`` a ``RuntimeWarning`` says the level is too low. pyopenib's
+    pools start no thread, so only a program calls it."""
+    mpi = _mpi()
+    state = rank_state()
+    if state.thread_level is None:
+        state.thread_level = mpi.Query_thread()
+        if state.thread_level < mpi.THREAD_MULTIPLE and serialized.lock is None:
+            serialized.lock = threading.Lock()
+    if state.thread_level < mpi.THREAD_SERIALIZED:
+        warnings.warn(
+            "the level of thread support in MPI should be at least MPI_THREAD_SERIALIZED",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
 class _RankState:
     """One rank's futures state: its live client ends (pumped by every wait), the
     executors to start at its next wait, the workers' communicator while it serves
-    (``get_comm_workers``), its shared pool."""
+    (``get_comm_workers``), its shared pool, its thread level once checked."""
 
-    __slots__ = ("clients", "comm_server", "shared", "starting")
+    __slots__ = ("clients", "comm_server", "shared", "starting", "thread_level")
 
     def __init__(self):
         self.clients: list = []
-        self.starting: list = []  # executors whose workers are got at the next wait
+        self.starting: list = []  # executors' pools whose workers are got at the next wait
         self.comm_server = None
         self.shared: SharedPoolCtx | None = None
+        self.thread_level = None  # what setup_mpi_threads found
 
 
 _RANKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -103,12 +147,12 @@ def _join_clients() -> None:
     as mpi4py's ``atexit`` join of its manager threads does."""
     state = _RANKS.get(context.current())
     while state is not None and state.starting:
-        state.starting[0]._start_now()
+        state.starting[0].start()
     while state is not None and state.clients:
         state.clients[-1].join()
 
 
-def pump_all(run_here: bool) -> None:
+def pump_all() -> None:
     """Collect the results that came in and send queued tasks to idle workers, for every
     live client end of the calling rank (see ``_base``).
 
@@ -120,7 +164,7 @@ def pump_all(run_here: bool) -> None:
     if state is None:
         return
     while state.starting:
-        state.starting[0]._start_now()
+        state.starting[0].start()
     while True:
         running = [(end, w) for end in state.clients for w in end.running]
         if running:
@@ -129,8 +173,18 @@ def pump_all(run_here: bool) -> None:
             for i, reply in zip(indices or (), replies or (), strict=True):
                 end, worker = running[i]
                 end.finish(worker, reply)
-        if not any([end.dispatch(run_here) for end in list(state.clients)]):
+        if not any([end.dispatch() for end in list(state.clients)]):
             return
+
+
+def threads_working() -> bool:
+    """Whether a task of the calling rank runs in one of its threads (``LocalWorker``):
+    its end is no message, so a wait for it polls rather than sleeping until the PML
+    has something."""
+    state = _RANKS.get(context.current())
+    return state is not None and any(
+        isinstance(end, LocalWorker) and end.active is not None for end in state.clients
+    )
 
 
 def get_comm_server():
@@ -139,6 +193,18 @@ def get_comm_server():
     if comm is None:
         raise RuntimeError("communicator is not accessible")
     return comm
+
+
+def _cancelled(queue, futures) -> collections.deque:
+    """``queue`` without the tasks of ``futures``, which are cancelled and notified (so a
+    ``wait`` counts them done, as mpi4py's ``Pool.cancel`` leaves them)."""
+    kept = collections.deque()
+    for future, task in queue:
+        if future in futures and future.cancel():
+            future.set_running_or_notify_cancel()
+        else:
+            kept.append((future, task))
+    return kept
 
 
 def _failure(exc: BaseException):
@@ -198,14 +264,14 @@ class Workers:
 
     def push(self, future, task) -> None:
         self.queue.append((future, task))
-        self.dispatch(False)
+        self.dispatch()
 
     def finish(self, worker: int, reply) -> None:
         future, _ = self.running.pop(worker)
         self.idle.append(worker)
         _settle(future, reply)
 
-    def dispatch(self, run_here: bool) -> bool:
+    def dispatch(self) -> bool:
         """Send queued tasks to idle workers; whether any was sent."""
         sent = False
         while self.queue and self.idle:
@@ -252,9 +318,7 @@ class Workers:
         return all(ok for ok, _, _ in self.everywhere("init", task))
 
     def cancel(self, futures) -> None:
-        for future, _ in self.queue:
-            if future in futures:
-                future.cancel()
+        self.queue = _cancelled(self.queue, futures)
 
     def join(self) -> None:
         """Finish what is queued; an owned end then stops its workers."""
@@ -270,41 +334,51 @@ class Workers:
 
 
 class LocalWorker:
-    """A root with no other rank (``MPICommExecutor`` on a communicator of one): it runs
-    its tasks itself, one at a time, when it waits without a timeout, as mpi4py's
-    single-worker fallback does (``get_comm_workers()`` is ``COMM_SELF`` meanwhile)."""
+    """A root with no other rank (the shared pool of ``python -m mpi4py.futures`` on one
+    rank, ``MPICommExecutor`` on a communicator of one): its tasks run one at a time in
+    a thread of the rank, as mpi4py's single-worker ``ThreadPool`` runs them in its
+    manager thread. The thread is the rank's (a simulated one, ``coop_threading``), so a
+    task that sleeps or waits lets the rank's own timed waits expire meanwhile;
+    ``get_comm_workers()`` is ``COMM_SELF`` while a task runs."""
 
     size = 1
-    owned = True
     broken = None
 
-    def __init__(self):
+    def __init__(self, owned: bool = True):
+        self.owned = owned  # False: the shared pool's, which outlives its executors
         self.queue: collections.deque = collections.deque()
-        self.running: dict = {}  # never anything: the tasks run inside ``dispatch``
+        self.running: dict = {}  # never anything: no receive to test, a thread runs it
+        self.active = None  # the future whose task the thread runs
         rank_state().clients.append(self)
 
     def push(self, future, task) -> None:
         self.queue.append((future, task))
+        self.dispatch()
 
-    def dispatch(self, run_here: bool) -> bool:
-        """With ``run_here``, run the queued tasks; whether any ran."""
-        ran = False
-        while run_here and self.queue:
-            future, (fn, args, kwargs) = self.queue.popleft()
-            if not future.set_running_or_notify_cancel():
-                continue
-            ran = True
-            state = rank_state()
-            state.comm_server = _mpi().COMM_SELF
-            try:
-                reply = _call(fn, args, kwargs)
-            finally:
-                state.comm_server = None
-            _settle_reply(future, reply)
-        return ran
+    def dispatch(self) -> bool:
+        """Start the next queued task in a thread unless one runs; whether one started."""
+        while self.active is None and self.queue:
+            future, task = self.queue.popleft()
+            if future.set_running_or_notify_cancel():
+                self.active = future
+                name = f"mpi4py.futures LocalWorker ({getattr(task[0], '__name__', 'task')})"
+                threading.Thread(target=self._run, args=(future, task), name=name).start()
+                return True
+        return False
+
+    def _run(self, future, task) -> None:
+        state = rank_state()
+        state.comm_server = _mpi().COMM_SELF
+        try:
+            reply = _call(*task)
+        finally:
+            state.comm_server = None
+        self.active = None
+        _settle_reply(future, reply)
+        self.dispatch()
 
     def busy(self) -> bool:
-        return bool(self.queue)
+        return bool(self.queue) or self.active is not None
 
     def sync(self, options: dict) -> None:
         pass
@@ -317,12 +391,12 @@ class LocalWorker:
         return ok
 
     def cancel(self, futures) -> None:
-        for future, _ in self.queue:
-            if future in futures:
-                future.cancel()
+        self.queue = _cancelled(self.queue, futures)
 
     def join(self) -> None:
-        self.dispatch(True)
+        from ._base import wait_until
+
+        wait_until(lambda: not self.busy(), None, "mpi4py.futures (join)")
         if self in rank_state().clients:
             rank_state().clients.remove(self)
 
@@ -417,10 +491,26 @@ def comm_split(comm, root):
 
 
 # -- spawned workers --------------------------------------------------------------------
+def os_environ_get(name: str, default=None):
+    """``MPI4PY_FUTURES_<name>``, else the deprecated ``MPI4PY_<name>`` (with mpi4py's
+    ``DeprecationWarning``), else ``default``."""
+    varname = f"MPI4PY_FUTURES_{name}"
+    if varname not in os.environ:
+        oldname = f"MPI4PY_{name}"
+        if oldname in os.environ:
+            warnings.warn(
+                f"environment variable {oldname} is deprecated, use {varname}",
+                DeprecationWarning,
+                stacklevel=1,
+            )
+            return os.environ[oldname]
+    return os.environ.get(varname, default)
+
+
 def _max_workers() -> int:
     """``MPI4PY_FUTURES_MAX_WORKERS``, else the universe's room beyond ``COMM_WORLD``
     (at least one), as mpi4py's ``get_max_workers``."""
-    value = os.environ.get("MPI4PY_FUTURES_MAX_WORKERS")
+    value = os_environ_get("MAX_WORKERS")
     if value is not None:
         return int(value)
     world = _mpi().COMM_WORLD
@@ -491,8 +581,8 @@ class SharedPoolCtx:
         self.on_root = world.Get_rank() == 0
         self.comm, self.intracomm = comm_split(world, 0)
         if self.on_root:
-            owned = self.comm == _mpi().COMM_NULL
-            self.workers = LocalWorker() if owned else Workers(self.comm, owned=False)
+            alone = self.comm == _mpi().COMM_NULL
+            self.workers = LocalWorker(owned=False) if alone else Workers(self.comm, owned=False)
             rank_state().shared = self
             return self
         return None

@@ -14,7 +14,8 @@ import itertools
 import os
 
 from . import _core
-from ._base import BrokenExecutor, Executor, Future, as_completed, wait_until
+from ._base import BrokenExecutor, Executor, Future, as_completed
+from ._pool import Pool
 
 __all__ = [
     "MPICommExecutor",
@@ -110,10 +111,8 @@ class MPIPoolExecutor(_MapMixin, Executor):
         self._options = kwargs
         self._shutdown = False
         self._broken: str | None = None
-        self._pool = None
-        self._started = False
-        self._held: list = []  # (future, task) submitted before the workers were ready
-        self._futures: set = set()
+        self._pool: Pool | None = None  # from the first task or bootup to shutdown(wait)
+        self._released = False
 
     def _connect(self):
         """The workers and whether they must import the program first: the shared pool
@@ -128,31 +127,11 @@ class MPIPoolExecutor(_MapMixin, Executor):
     def _release_unused(self) -> None:
         """Shut down before any task: workers this executor was given must stop too."""
 
-    def _start_now(self) -> None:
-        """Get the workers ready and hand them the tasks held meanwhile (once)."""
-        if self._started:
-            return
-        self._started = True
-        starting = _core.rank_state().starting
-        if self in starting:
-            starting.remove(self)
-        self._pool, sync = self._connect()
-        if sync:
-            self._pool.sync(self._options)
-        self._broken = self._pool.broken
-        if self._broken is None and not self._pool.initialize(self._options):
-            self._broken = "initializer failed"
-        held, self._held = self._held, []
-        for future, task in held:
-            if self._broken is None:
-                self._pool.push(future, task)
-            elif future.set_running_or_notify_cancel():
-                future.set_exception(BrokenExecutor(self._broken))
-
-    def _start_later(self) -> None:
-        starting = _core.rank_state().starting
-        if not self._started and self not in starting:
-            starting.append(self)
+    def _get_pool(self) -> Pool:
+        if self._pool is None:
+            self._pool = Pool(self)
+            self._released = True  # the pool's join stops the workers
+        return self._pool
 
     @property
     def _max_workers(self) -> int:
@@ -163,17 +142,19 @@ class MPIPoolExecutor(_MapMixin, Executor):
         """How many worker processes serve this executor."""
         if self._broken or self._shutdown:
             return 0
-        self._start_now()
-        return 0 if self._broken else self._pool.size
+        pool = self._get_pool()
+        pool.start()
+        return 0 if self._broken else pool.workers.size
 
     def bootup(self, wait=True):
         """Get the workers now (``wait``) or at the rank's next wait."""
         if self._shutdown:
             raise RuntimeError("cannot bootup after shutdown")
+        pool = self._get_pool()
         if wait:
-            self._start_now()
+            pool.start()
         else:
-            self._start_later()
+            pool.start_later()
         return self
 
     def submit(self, fn, /, *args, **kwargs):
@@ -182,13 +163,7 @@ class MPIPoolExecutor(_MapMixin, Executor):
         if self._shutdown:
             raise RuntimeError("cannot submit after shutdown")
         future = self.Future()
-        self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
-        if self._started:
-            self._pool.push(future, (fn, args, kwargs))
-        else:
-            self._held.append((future, (fn, args, kwargs)))
-            self._start_later()
+        self._get_pool().push(future, (fn, args, kwargs))
         return future
 
     def shutdown(self, wait=True, *, cancel_futures=False):
@@ -196,28 +171,17 @@ class MPIPoolExecutor(_MapMixin, Executor):
         workers stopped (without it, they finish while the rank next waits, or when the
         rank exits)."""
         self._shutdown = True
-        if cancel_futures:
-            for future, _ in self._held:
-                future.cancel()
-            if self._pool is not None:
-                self._pool.cancel(self._futures)
-        if not wait:
-            return
-        if not self._started and not self._held:
-            self._started = True  # nothing was submitted: no workers to get
-            starting = _core.rank_state().starting
-            if self in starting:
-                starting.remove(self)
-            self._release_unused()
-            return
-        self._start_now()
-        pool, self._pool = self._pool, None
+        pool = self._pool
         if pool is None:
+            if wait and not self._released:
+                self._released = True  # nothing was submitted: no workers to get
+                self._release_unused()
             return
-        if pool.owned:
+        if cancel_futures:
+            pool.cancel()
+        if wait:
             pool.join()
-        else:
-            wait_until(lambda: not self._futures, None, "MPIPoolExecutor.shutdown")
+            self._pool = None
 
 
 def _check_shared_state(options: dict) -> None:
@@ -274,8 +238,7 @@ class MPICommExecutor:
             raise RuntimeError("__enter__")
         comm, root = self._comm, self._root
         if _core.shared_pool() is not None:  # under python -m mpi4py.futures, at rank 0
-            executor = MPIPoolExecutor(**self._options)
-            executor.bootup()
+            executor = MPIPoolExecutor(**self._options)  # its pool starts at a wait
         elif comm.Get_size() == 1:
             executor = _CommExecutor(_core.LocalWorker(), **self._options)
         else:
