@@ -3,10 +3,12 @@ Mazurkiewicz class once (property test against unreduced enumeration on toy mode
 
 from __future__ import annotations
 
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyopenib.check.untimed import explore_untimed
+from pyopenib.cli import main
 from pyopenib.sim import NominalOracle, Simulator
 from pyopenib.sim.ties import receiver_of
 from pyopenib.sim.untimed import UntimedControl
@@ -126,3 +128,29 @@ def test_events_of_one_channel_keep_their_order_and_a_later_event_may_run_first(
     # b's events ran before a's although due later; each channel kept its own order
     assert seen == [("b", 0), ("b", 1), ("a", 0), ("a", 1)]
     assert sim.now == 5  # each event runs at its own instant: the last one ran was a's 2nd
+
+
+def _invoke(*argv):
+    return CliRunner().invoke(main, [str(a) for a in argv])
+
+
+def test_untimed_check_prints_the_t3_credit_race_with_smallest():
+    r = _invoke("check", "bibw", "--credits-qp", "smallest", "--timing", "untimed", "--exhaustive")
+    assert r.exit_code == 1, r.output
+    assert "COUNTEREXAMPLE (timing untimed" in r.output
+    assert "TERMINATE sent" in r.output
+    assert "critical transition: credit_msg qp=1" in r.output
+
+
+def test_a_cut_untimed_search_is_incomplete_with_its_counts_never_proved():
+    argv = ["check", "bibw", "--credits-qp", "own", "--iterations", 1]
+    r = _invoke(*argv, "--timing", "untimed", "--exhaustive", "--max-executions", 3)
+    assert r.exit_code == 2, r.output
+    assert "INCOMPLETE (--max-executions 3 reached): 3 executions" in r.output
+    assert "PROVED" not in r.output
+
+
+def test_untimed_takes_no_deviation_bound():
+    r = _invoke("check", "bibw", "--timing", "untimed", "--exhaustive", "--deviations", 2)
+    assert r.exit_code == 2
+    assert "--deviations does not apply" in r.output

@@ -37,7 +37,14 @@ from .replay import (
 from .scenario_runs import RACE_LABELS, scenario_runner
 from .search import SearchOracle, explore
 from .timing import Timing
-from .verdict import EXIT_INPUT, Coverage, search_verdict_lines, verdict_lines
+from .untimed import UntimedOracle, critical_step, describe_path, describe_step, explore_untimed
+from .verdict import (
+    EXIT_INPUT,
+    Coverage,
+    search_verdict_lines,
+    untimed_verdict_lines,
+    verdict_lines,
+)
 
 EXIT_COUNTEREXAMPLE = 1
 EXIT_INCOMPLETE = 2
@@ -263,12 +270,23 @@ def check(
             label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
         coverage.require(label_set, target)
     click.echo(tgt.title)
-    if exhaustive:
+    if exhaustive and timing == Timing.UNTIMED.value:
+        click.echo(
+            "timing untimed: the search orders the model's events over the hardware's FIFO "
+            "channels; durations are no choice points"
+        )
+    elif exhaustive:
         click.echo("choice points of the nominal run (label, met, branching):")
         for line in coverage.table(label_set):
             click.echo(line)
     for line in branches.lines():
         click.echo(line)
+    if exhaustive and timing == Timing.UNTIMED.value:
+        if click.get_current_context().get_parameter_source("deviations").name == "COMMANDLINE":
+            raise click.UsageError(
+                "--timing untimed searches every order without a bound: --deviations does not apply"
+            )
+        _untimed_search(tgt, max_executions, time_budget, trace_out)
     if exhaustive and timing is not None:
         _timed_search(
             tgt,
@@ -355,6 +373,58 @@ def _timed_search(
     )
     found = SearchOracle(v.script, timing, search_labels)
     _counterexample(tgt, found, trace_out, timing.value)
+
+
+def _untimed_search(tgt, max_executions, time_budget, trace_out):
+    """``--timing untimed``: the unbounded depth-first search of ``check/untimed.py``
+    over the hardware's FIFO channels (sequential: ``--jobs`` does not apply)."""
+    try:
+        res = explore_untimed(tgt.run, max_executions, time_budget)
+    except KeyboardInterrupt:
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if res.violation is None:
+        for line in untimed_verdict_lines(res):
+            click.echo(line)
+        sys.exit(0 if res.complete else EXIT_INCOMPLETE)
+    script, outcome = res.violation
+    click.echo(
+        f"COUNTEREXAMPLE (timing untimed, depth-first, after {res.executions} executions, "
+        f"{res.states} states): {outcome}"
+    )
+    tracer = Tracer()
+    replayed = UntimedOracle(script, reduce=False)
+    out = tgt.run.execute(replayed, trace=tracer)
+    if out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
+        raise RuntimeError("the untimed counterexample passed on replay: not deterministic")
+    moved = describe_path(replayed.frames)
+    if moved:
+        click.echo(f"the failing order leaves the plain order at {len(moved)} step(s); the last:")
+        for line in moved[-5:]:
+            click.echo(f"  {line}")
+    else:
+        click.echo("no reordering needed: the plain order already fails")
+    step, tests = critical_step(tgt.run, script)
+    click.echo(
+        "critical step (the first after which every continuation fails; sampled: the "
+        f"plain continuation and 5 seeded random ones, {tests} executions):"
+    )
+    if step is None:
+        click.echo("  none: every sampled order fails from the first step (a rule, not a race)")
+    else:
+        click.echo(f"  {describe_step(replayed.frames, step)}")
+    for line in credit_story(tracer.events):
+        click.echo(f"  {line}")
+    if out.stall:
+        click.echo("where everything waits (each rank, then the BTL's stall report):")
+        for line in out.stall:
+            click.echo(f"  {line}")
+    click.echo(
+        "replay: untimed schedules are not carried by replay tokens yet; --trace FILE writes "
+        "this execution's trace"
+    )
+    failed = _write(trace_out, tracer) if trace_out is not None else None
+    sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
 
 
 def _nominal(tgt):
