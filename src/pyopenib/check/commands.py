@@ -33,6 +33,8 @@ from .replay import (
     program_config,
     scenario_config,
     tie_control,
+    untimed_script,
+    untimed_token,
 )
 from .scenario_runs import RACE_LABELS, scenario_runner
 from .search import SearchOracle, explore
@@ -392,10 +394,25 @@ def _untimed_search(tgt, max_executions, time_budget, trace_out):
         f"COUNTEREXAMPLE (timing untimed, depth-first, after {res.executions} executions, "
         f"{res.states} states): {outcome}"
     )
+    _untimed_counterexample(tgt, script, trace_out)
+
+
+def _untimed_counterexample(tgt, script, trace_out, replayed_token: bool = False):
+    """An untimed execution that fails (``script``: its ``UntimedOracle`` path): the
+    steps that leave the plain order, the critical step, the credit story, the token;
+    exit 1 (0 when a replayed token's execution passes)."""
     tracer = Tracer()
     replayed = UntimedOracle(script, reduce=False)
     out = tgt.run.execute(replayed, trace=tracer)
-    if out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
+    if replayed_token:
+        click.echo(f"replayed an untimed schedule ({len(script)} steps recorded): {out.text}")
+        if out.output:
+            click.echo("what the ranks wrote:")
+            for line in out.output.splitlines():
+                click.echo(f"  {line}")
+        if out.ok:
+            sys.exit(exit_status(0, _write(trace_out, tracer) if trace_out else None))
+    elif out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
         raise RuntimeError("the untimed counterexample passed on replay: not deterministic")
     moved = describe_path(replayed.frames)
     if moved:
@@ -404,7 +421,8 @@ def _untimed_search(tgt, max_executions, time_budget, trace_out):
             click.echo(f"  {line}")
     else:
         click.echo("no reordering needed: the plain order already fails")
-    step, tests = critical_step(tgt.run, script)
+    path = replayed.script()
+    step, tests = critical_step(tgt.run, path)
     click.echo(
         "critical step (the first after which every continuation fails; sampled: the "
         f"plain continuation and 5 seeded random ones, {tests} executions):"
@@ -419,10 +437,8 @@ def _untimed_search(tgt, max_executions, time_budget, trace_out):
         click.echo("where everything waits (each rank, then the BTL's stall report):")
         for line in out.stall:
             click.echo(f"  {line}")
-    click.echo(
-        "replay: untimed schedules are not carried by replay tokens yet; --trace FILE writes "
-        "this execution's trace"
-    )
+    if not replayed_token:
+        _print_replay(tgt, untimed_token(tgt.config, path))
     failed = _write(trace_out, tracer) if trace_out is not None else None
     sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
 
@@ -509,6 +525,8 @@ def _print_replay(tgt, token: ReplayToken) -> None:
 
 
 def _replay(tgt, token: ReplayToken, trace_out) -> None:
+    if token.timing == Timing.UNTIMED.value:
+        _untimed_counterexample(tgt, untimed_script(token), trace_out, replayed_token=True)
     tracer = Tracer()
     recorded = RecordingOracle(token.oracle(strict=True), tracer)
     out = tgt.run.execute(recorded, trace=tracer)
