@@ -154,3 +154,15 @@ def test_untimed_takes_no_deviation_bound():
     r = _invoke("check", "bibw", "--timing", "untimed", "--exhaustive", "--deviations", 2)
     assert r.exit_code == 2
     assert "--deviations does not apply" in r.output
+
+
+def test_untimed_walks_show_the_connectx_hole_under_both_policies():
+    """On a split device a posted receive becomes usable through its own path, and
+    nothing in the hardware orders that before a peer's send arrives: untimed, both
+    credit policies can take an RNR NAK on a per-peer QP (rnr_retry 0)."""
+    for policy in ("smallest", "own"):
+        argv = ["check", "bibw", "--device", "connectx", "--credits-qp", policy]
+        r = _invoke(*argv, "--iterations", 8, "--timing", "untimed", "--runs", 30)
+        assert r.exit_code == 1, r.output
+        assert "COUNTEREXAMPLE: untimed walk" in r.output
+        assert "RNR_RETRY_EXC_ERR" in r.output and "ran before recv_path" in r.output

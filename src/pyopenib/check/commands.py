@@ -39,7 +39,14 @@ from .replay import (
 from .scenario_runs import RACE_LABELS, scenario_runner
 from .search import SearchOracle, explore
 from .timing import Timing
-from .untimed import UntimedOracle, critical_step, describe_path, describe_step, explore_untimed
+from .untimed import (
+    UntimedOracle,
+    critical_step,
+    describe_path,
+    describe_step,
+    explore_untimed,
+    sample_untimed,
+)
 from .verdict import (
     EXIT_INPUT,
     Coverage,
@@ -253,8 +260,11 @@ def check(
     Unless btl_openib_receive_queues is given, check uses small per-peer queues
     (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
-    if timing is not None and not exhaustive:
-        raise click.UsageError("--timing names the space of an exhaustive search: add --exhaustive")
+    if timing is not None and timing != Timing.UNTIMED.value and not exhaustive:
+        raise click.UsageError(
+            f"--timing {timing} names the space of an exhaustive search: add --exhaustive "
+            "(only untimed also samples: --timing untimed --runs N)"
+        )
     label_set = None if labels in (None, "all") else frozenset(x for x in labels.split(",") if x)
     if labels is not None and label_set is not None and not label_set:
         raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
@@ -272,7 +282,7 @@ def check(
             label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
         coverage.require(label_set, target)
     click.echo(tgt.title)
-    if exhaustive and timing == Timing.UNTIMED.value:
+    if timing == Timing.UNTIMED.value:
         click.echo(
             "timing untimed: the search orders the model's events over the hardware's FIFO "
             "channels; durations are no choice points"
@@ -283,6 +293,8 @@ def check(
             click.echo(line)
     for line in branches.lines():
         click.echo(line)
+    if not exhaustive and timing == Timing.UNTIMED.value:
+        _untimed_sample(tgt, runs, seed, trace_out)
     if exhaustive and timing == Timing.UNTIMED.value:
         if click.get_current_context().get_parameter_source("deviations").name == "COMMANDLINE":
             raise click.UsageError(
@@ -394,6 +406,25 @@ def _untimed_search(tgt, max_executions, time_budget, trace_out):
         f"COUNTEREXAMPLE (timing untimed, depth-first, after {res.executions} executions, "
         f"{res.states} states): {outcome}"
     )
+    _untimed_counterexample(tgt, script, trace_out)
+
+
+def _untimed_sample(tgt, runs, seed, trace_out):
+    """``--timing untimed`` without ``--exhaustive``: seeded random walks over the
+    scheduler (a sample, never a proof)."""
+    try:
+        res = sample_untimed(tgt.run, runs, seed)
+    except KeyboardInterrupt:
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if res.failure is None:
+        click.echo(
+            f"no failure in {res.runs} seeded random untimed walks ({seed}..{seed + runs - 1}): "
+            "a sample of the orders the hardware's FIFO channels allow, not a proof"
+        )
+        sys.exit(0)
+    bad_seed, script, outcome = res.failure
+    click.echo(f"COUNTEREXAMPLE: untimed walk {bad_seed} (of {res.runs} run): {outcome}")
     _untimed_counterexample(tgt, script, trace_out)
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "describe_path",
     "describe_step",
     "explore_untimed",
+    "sample_untimed",
 ]
 
 
@@ -352,6 +353,27 @@ def explore_untimed(
             return result(False, f"--max-executions {max_executions} reached")
         if time_budget is not None and time.monotonic() - start_wall > time_budget:
             return result(False, f"--time-budget {time_budget:g} s reached")
+
+
+@dataclass
+class UntimedSample:
+    runs: int
+    """Walks run."""
+    failure: tuple[int, list, str] | None
+    """(its seed, its path as an ``UntimedOracle`` script, its outcome)."""
+
+
+def sample_untimed(run, runs: int, first_seed: int = 0) -> UntimedSample:
+    """Seeded random walks over the untimed scheduler: at every step one enabled event,
+    uniformly (``random.Random(seed)``); stops at the first failing walk. A sample of
+    the orders the hardware allows, reaching any depth at once, where the depth-first
+    search spends its budget near the end of the first path."""
+    for k in range(runs):
+        oracle = UntimedOracle(reduce=False, rng=random.Random(first_seed + k))
+        ok, outcome = run(oracle)
+        if not ok:
+            return UntimedSample(k + 1, (first_seed + k, oracle.script(), outcome))
+    return UntimedSample(runs, None)
 
 
 def critical_step(run, script, samples: int = 6, seed: int = 0):
