@@ -19,8 +19,11 @@ give smaller counts for a quick look).
 peak RSS = base + per rank x ranks + per pair x connected pairs; then the N-rank job runs
 under ``tracemalloc`` with its BTL modules kept alive after it ends, and the objects and
 allocation sites still held are divided by the connected (ordered) pairs: what one
-endpoint costs, by type and by source line. Events and Python calls per message come from
-the simulator's event count and a ``cProfile`` of the N/2-rank job.
+endpoint costs, by type and by source line. What is held after the job is not what the
+peak holds (the messages in flight, the fragments waiting for their connection), so a
+sampling thread also snapshots the allocation sites at the traced peak. Events and Python
+calls per message come from the simulator's event count and a ``cProfile`` of the
+N/2-rank job.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -112,6 +116,40 @@ def _type_census() -> tuple[collections.Counter, collections.Counter]:
     return count, size
 
 
+class _PeakSnapshot(threading.Thread):
+    """Snapshots ``tracemalloc`` whenever the traced memory has grown 2 % past the last
+    snapshot, polling every ``period`` seconds: the last one is (within the polling
+    period and the 2 %) what the job held at its peak. A thread, because the job runs
+    on this thread's greenlets; it takes the GIL to look, so the job only pauses."""
+
+    def __init__(self, period: float = 0.25):
+        super().__init__(daemon=True)
+        self.period = period
+        self.snapshot: tracemalloc.Snapshot | None = None
+        self.traced = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self.period):
+            current, _ = tracemalloc.get_traced_memory()
+            if current > self.traced * 1.02:
+                self.traced = current
+                self.snapshot = tracemalloc.take_snapshot()
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def _by_site(snapshot: tracemalloc.Snapshot) -> collections.Counter:
+    """Bytes held per allocation site (``package/module.py:line``)."""
+    by_site: collections.Counter = collections.Counter()
+    for stat in snapshot.statistics("lineno"):
+        frame = stat.traceback[0]
+        by_site[f"{frame.filename.rsplit('src/', 1)[-1]}:{frame.lineno}"] += stat.size
+    return by_site
+
+
 def census_child(nprocs: int) -> dict:
     """What the job's connections still hold once it is over, per connected pair: by
     type (against a census taken before the job) and by allocation site."""
@@ -121,8 +159,11 @@ def census_child(nprocs: int) -> dict:
     gc.collect()
     count0, size0 = _type_census()
     tracemalloc.start(1)
+    sampler = _PeakSnapshot()
+    sampler.start()
     sim = Simulator()
     _run(nprocs, keep, sim)
+    sampler.stop()
     gc.collect()
     _, peak = tracemalloc.get_traced_memory()
     snapshot = tracemalloc.take_snapshot()
@@ -139,10 +180,8 @@ def census_child(nprocs: int) -> dict:
         ),
         reverse=True,
     )
-    by_site = collections.Counter()
-    for stat in snapshot.statistics("lineno"):
-        frame = stat.traceback[0]
-        by_site[f"{frame.filename.rsplit('src/', 1)[-1]}:{frame.lineno}"] += stat.size
+    by_site = _by_site(snapshot)
+    at_peak = _by_site(sampler.snapshot) if sampler.snapshot is not None else by_site
     traced = sum(by_site.values())
     return {
         "ranks": nprocs,
@@ -154,6 +193,8 @@ def census_child(nprocs: int) -> dict:
         "frag_buffer_bytes": sum(b.nbytes for b in buffers),
         "by_type": [(t, c / pairs, b / pairs) for b, c, t in by_type[:20]],
         "by_site": [(site, b / pairs) for site, b in by_site.most_common(20)],
+        "sampled_peak_mb": sampler.traced / 2**20,
+        "at_peak": [(site, b / pairs) for site, b in at_peak.most_common(20)],
     }
 
 
@@ -236,12 +277,20 @@ def census(nprocs: int) -> dict:
     for name, c, b in held["by_type"]:
         table.add_row(name, f"{c:.2f}", f"{b:,.0f}")
     console.print(table)
-    table = Table(title="held per connected pair, by allocation site (tracemalloc)")
-    for col in ("site", "bytes / pair"):
-        table.add_column(col, justify="right")
-    for site, b in held["by_site"]:
-        table.add_row(site, f"{b:,.0f}")
-    console.print(table)
+    for title, rows in (
+        ("held per connected pair after the job, by allocation site (tracemalloc)", "by_site"),
+        (
+            f"held per connected pair at the traced peak ({held['sampled_peak_mb']:,.0f} MB), "
+            "by allocation site",
+            "at_peak",
+        ),
+    ):
+        table = Table(title=title)
+        for col in ("site", "bytes / pair"):
+            table.add_column(col, justify="right")
+        for site, b in held[rows]:
+            table.add_row(site, f"{b:,.0f}")
+        console.print(table)
     return {"per_rank_kb": per_rank * 1024, "per_pair_b": per_pair * 2**20, **held}
 
 

@@ -11,8 +11,13 @@ back-to-back setup is simulated as one cable: no switch latency, the two links' 
 as one. Figures no source was found for are not here: docs/FIDELITY.md says so per
 adapter; a guess is never a row.
 
-    python benchmarks/fidelity.py                 # regenerate docs/FIDELITY.md's table
-    python benchmarks/fidelity.py --print-only    # only print it
+    python benchmarks/fidelity.py                 # regenerate docs/FIDELITY.md's tables
+    python benchmarks/fidelity.py --print-only    # only print them
+
+The second table puts every device model's MPI small-message latency (``osu_latency``
+with a free host and with the host model) beside its verbs ``send_lat`` and
+``write_lat``: MPI must sit above ``send_lat`` on every adapter (host software on top of
+the same NIC), and docs/FIDELITY.md says why per adapter family.
 """
 
 from __future__ import annotations
@@ -25,16 +30,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyopenib.apps.perftest import run_perftest
-from pyopenib.hw import Interval, get_device_model
+from pyopenib.config.hosts import host_for_device
+from pyopenib.hw import Interval, get_device_model, load_device_models
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "FIDELITY.md"
 BEGIN, END = "<!-- fidelity:begin -->", "<!-- fidelity:end -->"
+MPI_BEGIN, MPI_END = "<!-- mpi-vs-verbs:begin -->", "<!-- mpi-vs-verbs:end -->"
 TOLERANCE = 0.15
 """The calibration target: small-message latency and peak bandwidth within ±15 %."""
 CALIBRATED = "±15 %"
 CURVE = "curve (not a target)"
 VM = "orientation (VMs)"
+OLDER = "orientation (older part)"
 
 POTTER = (
     "D. Potter, master's thesis, RWTH Aachen, 2018, table `mtu_performance` "
@@ -48,6 +56,14 @@ LIU = (
 FORUM_CX4 = (
     'Mellanox community forum, "ib_send_bw ... message size" (MCX456A-ECAT, '
     "MLNX_OFED 3.2), mirrored at mellanox37.rssing.com/chan-11689808/article3279.html"
+)
+LIU_MICRO = (
+    'J. Liu, A. Mamidala, A. Vishnu, D. K. Panda, "Evaluating InfiniBand Performance with '
+    'PCI Express", IEEE Micro 25(1), 2005 (abstract)'
+)
+SQUYRES = (
+    "J. Squyres, devel@lists.open-mpi.org, 2007 (mail-archive.com/devel@lists.open-mpi.org/"
+    "msg02158.html), quoting Mellanox's measurements"
 )
 AZURE = (
     "MicrosoftDocs/azure-docs, articles/virtual-machines/hc-series-performance.md "
@@ -159,6 +175,17 @@ PUBLISHED = (
         LIU,
     ),
     Figure(
+        "Mellanox InfiniHost III Ex (PCIe)",
+        "mellanox-arbel",
+        "osu_latency",
+        8,
+        4.1,
+        "us",
+        "MPI over the same HCAs (the journal version of the paper above); size and switch "
+        "not stated in the abstract",
+        LIU_MICRO,
+    ),
+    Figure(
         "Mellanox InfiniHost (PCI-X)",
         "mellanox-tavor",
         "send_lat",
@@ -178,6 +205,19 @@ PUBLISHED = (
         "4x SDR on PCI-X, one port, unidirectional peak",
         LIU,
         derived="968 MB/s (PCIe HCA) / 1.24, the ratio the abstract gives",
+    ),
+    Figure(
+        "Mellanox ConnectX (first generation, 2007)",
+        "mellanox-hermon",
+        "osu_latency",
+        8,
+        1.9,
+        "us",
+        "Open MPI's openib BTL on the first ConnectX HCAs (MVAPICH 1.4 us, 1.9 us without "
+        "its header caching); link rate, bus, host and size not stated; the model is the "
+        "ConnectX-2 QDR part of 2009",
+        SQUYRES,
+        target=OLDER,
     ),
     Figure(
         "Mellanox EDR (Azure HC, ConnectX-5 assumed)",
@@ -229,21 +269,32 @@ def _perftest(figure: Figure) -> float:
 _OSU_SCRIPT = {"osu_latency": "osu_latency.py", "osu_bw": "osu_bw.py"}
 
 
+def _osu_run(metric: str, device: str, size: int, *options: str) -> float | None:
+    """Run this repository's OSU port under ``pyopenib run`` and read the size's row
+    (None: Open MPI would not use the device, its INI says ``ignore_device``)."""
+    cli = Path(sys.executable).with_name("pyopenib")
+    script = ROOT / "examples" / _OSU_SCRIPT[metric]
+    args = [str(cli), "run", "-n", "2", "--device", device, *options, str(script)]
+    args += ["-m", str(size)]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0 and "ignore_device" in done.stderr:
+        return None
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{done.stderr}")
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == str(size):
+            return float(fields[1])
+    raise RuntimeError(f"no {size}-byte row in {metric} output:\n{done.stdout}")
+
+
 def _osu(figure: Figure) -> float:
-    """Run this repository's OSU port under ``pyopenib run`` and read the size's row."""
     if figure.back_to_back:
         raise ValueError(f"{figure}: back-to-back MPI runs are not supported")
-    cli = Path(sys.executable).with_name("pyopenib")
-    script = ROOT / "examples" / _OSU_SCRIPT[figure.metric]
-    args = [str(cli), "run", "-n", "2", "--device", figure.device, str(script)]
-    args += ["-m", str(figure.size)]
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == str(figure.size):
-            value = float(fields[1])
-            return value if figure.metric == "osu_latency" else value * 1e6  # MB/s -> B/s
-    raise RuntimeError(f"no {figure.size}-byte row in {figure.metric} output:\n{out}")
+    value = _osu_run(figure.metric, figure.device, figure.size)
+    if value is None:
+        raise RuntimeError(f"{figure}: Open MPI ignores the device")
+    return value if figure.metric == "osu_latency" else value * 1e6  # MB/s -> B/s
 
 
 def simulate(figure: Figure) -> float:
@@ -287,12 +338,60 @@ def table(results) -> str:
     return "\n".join(rows)
 
 
-def write(text: str) -> None:
+MPI_VS_VERBS_SIZE = 8
+
+
+@dataclass(frozen=True)
+class MpiVsVerbs:
+    """One device's small-message latencies: MPI (free host, then the host model) beside
+    verbs ``send_lat`` and ``write_lat``; ``None`` where Open MPI ignores the device."""
+
+    device: str
+    host: str
+    mpi_free: float | None
+    mpi: float | None
+    send_lat: float
+    write_lat: float
+
+
+def mpi_vs_verbs(device: str) -> MpiVsVerbs:
+    """``osu_latency`` at ``--cpu-scale 0`` and 1 against perftest, 8 bytes, nominal."""
+    size = MPI_VS_VERBS_SIZE
+    model = get_device_model(device)
+    lat = {}
+    for test in ("send_lat", "write_lat"):
+        _setup, (row,) = run_perftest(test, model, sizes=(size,))
+        lat[test] = row.t_typical
+    free = _osu_run("osu_latency", device, size, "--cpu-scale", "0")
+    mpi = _osu_run("osu_latency", device, size) if free is not None else None
+    host = host_for_device(device).name
+    return MpiVsVerbs(device, host, free, mpi, lat["send_lat"], lat["write_lat"])
+
+
+def mpi_vs_verbs_table(rows) -> str:
+    lines = [
+        f"| device (host type) | osu_latency {MPI_VS_VERBS_SIZE} B, free host → host model (µs) "
+        f"| `send_lat` (µs) | `write_lat` (µs) | MPI − `send_lat` (µs) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        verbs = f"| {r.send_lat:.2f} | {r.write_lat:.2f} "
+        if r.mpi is None:
+            lines.append(f"| {r.device} ({r.host}) | — (ignore_device) {verbs}| — |")
+            continue
+        lines.append(
+            f"| {r.device} ({r.host}) | {r.mpi_free:.2f} → {r.mpi:.2f} {verbs}"
+            f"| {r.mpi - r.send_lat:+.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def write(text: str, begin: str = BEGIN, end: str = END) -> None:
     doc = DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(doc):
-        raise SystemExit(f"{DOC}: markers {BEGIN} ... {END} not found")
-    DOC.write_text(pattern.sub(lambda _m: f"{BEGIN}\n{text}\n{END}", doc), encoding="utf-8")
+        raise SystemExit(f"{DOC}: markers {begin} ... {end} not found")
+    DOC.write_text(pattern.sub(lambda _m: f"{begin}\n{text}\n{end}", doc), encoding="utf-8")
 
 
 def main(argv=None) -> list[tuple[Figure, float]]:
@@ -300,12 +399,23 @@ def main(argv=None) -> list[tuple[Figure, float]]:
     parser.add_argument(
         "--print-only", action="store_true", help="print the table, leave docs/FIDELITY.md"
     )
+    parser.add_argument(
+        "--no-mpi-vs-verbs",
+        action="store_true",
+        help="skip the per-device MPI-vs-verbs table (two MPI runs per device model)",
+    )
     opts = parser.parse_args(argv if argv is not None else [])
     results = [(figure, simulate(figure)) for figure in PUBLISHED]
     text = table(results)
     print(text)
     if not opts.print_only:
         write(text)
+    if not opts.no_mpi_vs_verbs:
+        rows = [mpi_vs_verbs(device) for device in load_device_models()]
+        text = mpi_vs_verbs_table(rows)
+        print(text)
+        if not opts.print_only:
+            write(text, MPI_BEGIN, MPI_END)
     return results
 
 

@@ -8,7 +8,8 @@ messages, so job start-up, connection set-up and the eager-RDMA ring's opening c
 and what is left is the steady per-message cost:
 
 * **events**: heap entries pushed (``Simulator.scheduled``) and callbacks run
-  (``Simulator.events_run``);
+  (``Simulator.events_run``), and the sleeps the kernel folded instead of pushing
+  (``Simulator.sleeps_folded``: a rank's sleep whose wake-up was the next event);
 * **switches**: greenlet switches (``greenlet.settrace``), a rank blocking and resuming;
 * **calls**: function calls cProfile counts, by layer — the package of ``pyopenib`` the
   function is defined in (``mpi``, ``pml``, ``btl``, ``verbs``, ``hw``, ``sim``), the
@@ -76,6 +77,7 @@ def _job(round_trips: int, profile: cProfile.Profile | None = None) -> dict:
     return {
         "pushed": sim.scheduled,
         "ran": sim.events_run,
+        "folded": sim.sleeps_folded,
         "switches": switches[0],
         "cpu": cpu,
         "sim_ps": result.sim_time_ps,
@@ -126,6 +128,7 @@ def measure(round_trips: int = ROUND_TRIPS) -> dict:
         "messages": messages,
         "pushed": (long["pushed"] - short["pushed"]) / messages,
         "ran": (long["ran"] - short["ran"]) / messages,
+        "folded": (long["folded"] - short["folded"]) / messages,
         "switches": (long["switches"] - short["switches"]) / messages,
         "cpu_us": (long["cpu"] - short["cpu"]) / messages * 1e6,
         "sim_us": (long["sim_ps"] - short["sim_ps"]) / messages / 1e6,
@@ -140,12 +143,20 @@ def main(round_trips: int = ROUND_TRIPS) -> dict:
     head = Table(
         title=f"One 8-byte message of the Send/Recv ping-pong ({m['messages']:,} messages)"
     )
-    for col in ("CPU us", "heap events", "callbacks run", "greenlet switches", "Python calls"):
+    for col in (
+        "CPU us",
+        "heap events",
+        "callbacks run",
+        "sleeps folded",
+        "greenlet switches",
+        "Python calls",
+    ):
         head.add_column(col, justify="right")
     head.add_row(
         f"{m['cpu_us']:.1f}",
         f"{m['pushed']:.2f}",
         f"{m['ran']:.2f}",
+        f"{m['folded']:.2f}",
         f"{m['switches']:.2f}",
         f"{m['calls']:.1f}",
     )

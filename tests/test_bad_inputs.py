@@ -330,7 +330,26 @@ CASES = [
         "btl_openib_receive_queues",
         "'P,2,4'",
         "command line",
-        "36 bytes",
+        "44 bytes",
+    ),
+    case(
+        "run-max-send-size-below-frag-header",
+        [
+            "run",
+            "-n",
+            "2",
+            "--mca",
+            "btl_openib_max_send_size",
+            "20",
+            "--mca",
+            "btl_openib_receive_queues",
+            "P,128,256,192,128:P,65536,256,192,128",
+            "{tmp}/ok.py",
+        ],
+        1,
+        "btl_openib_max_send_size = 20",
+        "command line",
+        "20-byte FRAG header",
     ),
     case(
         "run-rq-above-max-qp-wr",
@@ -830,8 +849,9 @@ def test_no_device_params_warning_is_silenced_by_its_variable(workdir):
 
 def _options(command: click.Command, path: str):
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
-            yield from _options(sub, f"{path} {name}".strip())
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):  # a lazy group loads each on request
+            yield from _options(command.get_command(ctx, name), f"{path} {name}".strip())
         return
     for param in command.params:
         if isinstance(param, click.Option) and (param.is_flag or param.name == "help"):

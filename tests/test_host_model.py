@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from pyopenib.apps.perftest import run_perftest
 from pyopenib.apps.run_command import openib_btls
 from pyopenib.config.hosts import COST_FIELDS, host_for_device, load_hosts
 from pyopenib.errors import PyopenibError
@@ -17,19 +18,24 @@ from pyopenib.sim import RandomOracle, Tracer, make_simulator
 from pyopenib.sim.host import FREE_HOST, HostModel
 
 PINGPONG = """
-import numpy as np
 from mpi4py import MPI
 
 comm = MPI.COMM_WORLD
-buf = np.zeros(4096, dtype=np.uint8)
-for _ in range(20):
+buf = bytearray({size})
+for i in range({warmup} + {iters}):
+    if i == {warmup}:
+        t0 = MPI.Wtime()
     if comm.rank == 0:
         comm.Send(buf, dest=1)
         comm.Recv(buf, source=1)
     else:
         comm.Recv(buf, source=0)
         comm.Send(buf, dest=0)
+if comm.rank == 0:
+    print((MPI.Wtime() - t0) * 1e6 / (2 * {iters}))
 """
+"""A ping-pong of ``size``-byte messages; rank 0 prints the one-way latency (µs) of the
+``iters`` after ``warmup``."""
 
 # 300 one-way eager messages on the T3's 64 KiB queue (rd_num 256, rd_low 192): the
 # receiver re-posts 64 buffers once 64 were consumed
@@ -48,7 +54,8 @@ comm.Barrier()
 """
 
 
-def _run(tmp_path, text, device, cpu_scale, tracer=None):
+def _job(tmp_path, text, device, cpu_scale, tracer=None):
+    """Run ``text`` on two ranks; the job's result and its standard output."""
     prog = tmp_path / "prog.py"
     prog.write_text(text)
     out, err = io.StringIO(), io.StringIO()
@@ -56,12 +63,17 @@ def _run(tmp_path, text, device, cpu_scale, tracer=None):
     make_btls = openib_btls(device, [], 1, cpu_scale=cpu_scale)
     result = run_job(str(prog), 2, make_btls, sim=sim, stdout=out, stderr=err)
     assert result.exit_code == 0, err.getvalue()
-    return result.sim_time_ps
+    return result, out.getvalue()
+
+
+def _run(tmp_path, text, device, cpu_scale, tracer=None):
+    return _job(tmp_path, text, device, cpu_scale, tracer)[0].sim_time_ps
 
 
 @pytest.mark.parametrize("device", ["chelsio-t3", "mellanox-connectx5"])
 def test_simulated_time_grows_with_cpu_scale_and_zero_is_a_free_host(tmp_path, device):
-    times = [_run(tmp_path, PINGPONG, device, scale) for scale in (0.0, 1.0, 2.0)]
+    pingpong = PINGPONG.format(size=4096, warmup=0, iters=20)
+    times = [_run(tmp_path, pingpong, device, scale) for scale in (0.0, 1.0, 2.0)]
     assert times[0] < times[1] < times[2]
     # the host's cost is linear in the scale (the NIC's part does not move)
     assert times[2] - times[1] == pytest.approx(times[1] - times[0], rel=0.05)
@@ -182,3 +194,37 @@ def test_random_durations_are_centred_on_the_nominal_value():
         near = sum(abs(d - nominal) <= span * 0.05 for d in draws)
         assert near > sum(d <= lo + span * 0.1 for d in draws) or nominal == lo
         assert near > sum(d >= hi - span * 0.1 for d in draws) or nominal == hi
+
+
+def test_an_idle_rank_sees_a_wake_up_at_its_next_progress_pass():
+    """A rank with nothing to do busy-polls in passes of ``poll_empty``: what wakes it is
+    found at the start of the next pass, not the instant it lands."""
+    sim = make_simulator(0)
+    host = HostModel(sim, host_for_device("chelsio-t3"), 1.0)
+    period = host.poll_empty
+    seen = []
+
+    def rank():
+        host.idle()
+        sim.sleep(period * 5 // 2)  # the arrival, half-way through the third pass
+        host.spend(host.poll_phase())
+        seen.append(sim.now)
+
+    sim.spawn(rank)
+    sim.run()
+    assert seen == [3 * period]
+    assert HostModel(sim, host_for_device("chelsio-t3"), 0.0).poll_phase() == 0
+
+
+@pytest.mark.parametrize("device", ["chelsio-t3", "ibm-ehca"])
+def test_mpi_small_message_latency_sits_above_verbs_send_latency(tmp_path, device):
+    """Small MPI messages go by RDMA write into the eager-RDMA ring, which spares the
+    SEND's completion; the write still pays the responder's processing, and the host's
+    software costs more than the completion it spares (the order real adapters show)."""
+    pingpong = PINGPONG.format(size=8, warmup=20, iters=40)
+    _result, out = _job(tmp_path, pingpong, device, 1.0)
+    mpi_us = float(out.split()[-1])
+    model = load_device_models()[device]
+    _setup, (send,) = run_perftest("send_lat", model, sizes=(8,), iters=100)
+    _setup, (write,) = run_perftest("write_lat", model, sizes=(8,), iters=100)
+    assert write.t_typical < send.t_typical < mpi_us

@@ -1,10 +1,11 @@
 """The ``pyopenib`` command. Subcommands live in the applications (``apps``, ``check``,
-``bench``) and are attached here; this module only wires them up and turns any error into
+``bench``) and are attached here, each loaded when it is used; this module only wires them up and turns any error into
 a clean message and exit code (a traceback only with ``--debug``)."""
 
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import click
 
@@ -20,6 +21,18 @@ class _Group(click.Group):
     and exit code; Ctrl-C is ``interrupted`` and 130 (what a shell reports for SIGINT);
     anything else is a bug of pyopenib's, shown as one line that says so. The traceback
     only with ``--debug``."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        """The command ``name``, its module imported on first use (``_COMMANDS``)."""
+        command = self.commands.get(name)
+        if command is None and name in _COMMANDS:
+            module_name, attr = _COMMANDS[name]
+            command = getattr(import_module(module_name, __package__), attr)
+            self.add_command(command, name)
+        return command
 
     def invoke(self, ctx):
         try:
@@ -71,25 +84,17 @@ def main(ctx, debug):
     ctx.obj["debug"] = debug
 
 
-def _attach_commands() -> None:
-    """Attach every subcommand, in the order ``pyopenib --help`` lists them."""
-    from importlib import import_module
-
-    for module_name, attr in _COMMANDS:
-        module = import_module(module_name, __package__)
-        main.add_command(getattr(module, attr))
-
-
-_COMMANDS: list[tuple[str, str]] = [
-    (".apps.config_commands", "info"),
-    (".apps.config_commands", "ini"),
-    (".apps.run_command", "run"),
-    (".apps.scenario_commands", "scenario"),
-    (".apps.scenario_commands", "demo"),
-    (".check.commands", "check"),
-    (".apps.perftest_command", "perftest"),
-    (".apps.report_command", "report"),
-    (".bench.commands", "bench"),
-]
-
-_attach_commands()
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "info": (".apps.config_commands", "info"),
+    "ini": (".apps.config_commands", "ini"),
+    "run": (".apps.run_command", "run"),
+    "scenario": (".apps.scenario_commands", "scenario"),
+    "demo": (".apps.scenario_commands", "demo"),
+    "check": (".check.commands", "check"),
+    "perftest": (".apps.perftest_command", "perftest"),
+    "report": (".apps.report_command", "report"),
+    "bench": (".bench.commands", "bench"),
+}
+"""Every subcommand: its name, the module that defines it and the command's name there.
+``main`` imports a module only when its command is asked for (``_Group.get_command``):
+``pyopenib run`` never loads check's search, bench's tables or the report exporters."""

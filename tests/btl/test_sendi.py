@@ -40,16 +40,19 @@ def send_completions(btl) -> list:
 
 
 def posted_flags(job: Job, rank: int, peer: int, q: int) -> list[int]:
-    """Record the send flags of every WR rank posts on its QP q to peer."""
+    """Record the send flags of every WR rank posts on its QP q to peer (as the NIC
+    receives them: the verbs QP is slotted, so the spy sits on its NIC's post)."""
     flags = []
     qp = job.ep(rank, peer).qps[q].qp
-    post = qp.post_send
+    nic = qp.context.nic
+    post = nic.post_send
 
-    def spy(wr):
-        flags.append(wr.send_flags)
-        post(wr)
+    def spy(hw, wr):
+        if hw is qp.hw:
+            flags.append(wr.send_flags)
+        post(hw, wr)
 
-    qp.post_send = spy
+    nic.post_send = spy
     return flags
 
 

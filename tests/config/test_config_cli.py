@@ -56,6 +56,9 @@ def test_info_level_filters_like_ompi_info(run):
         "btl_openib_eager_limit",
         "btl_openib_max_send_size",
         "btl_openib_rndv_eager_limit",
+        "btl_openib_rdma_pipeline_send_length",
+        "btl_openib_rdma_pipeline_frag_size",
+        "btl_openib_min_rdma_pipeline_size",
     }
 
 

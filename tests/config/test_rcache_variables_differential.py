@@ -1,6 +1,9 @@
 """The registration-cache variables (leave_pinned, its pipeline variant, grdma's
-print_stats) against real Open MPI: ``ompi_info --all --parsable``
-(they are not openib's, so ``--param btl openib`` does not show them). Same way as
+print_stats) and the rendezvous-protocol ones (the openib BTL's three RDMA-pipeline
+sizes, ob1's two pipeline depths, min_rdma_pipeline_size raised to eager_limit +
+rdma_pipeline_send_length as ``mca_btl_base_param_verify`` does) against real Open MPI:
+``ompi_info --all --parsable`` (not all are openib's, so ``--param btl openib`` does not
+show them). Same way as
 test_config_differential.py: skipped only when ``ompi_info`` is missing outside CI."""
 
 import os
@@ -19,7 +22,16 @@ if OMPI_INFO is None:
         pytest.fail("CI: ompi_info is missing (make test installs openmpi-bin)", pytrace=False)
     pytest.skip("ompi_info not installed (Debian openmpi-bin)", allow_module_level=True)
 
-NAMES = ("mpi_leave_pinned", "mpi_leave_pinned_pipeline", "rcache_grdma_print_stats")
+NAMES = (
+    "mpi_leave_pinned",
+    "mpi_leave_pinned_pipeline",
+    "rcache_grdma_print_stats",
+    "btl_openib_rdma_pipeline_send_length",
+    "btl_openib_rdma_pipeline_frag_size",
+    "btl_openib_min_rdma_pipeline_size",
+    "pml_ob1_send_pipeline_depth",
+    "pml_ob1_recv_pipeline_depth",
+)
 KEYS = ("value", "source", "status", "level", "type", "deprecated", "enumerator", "synonym")
 
 
@@ -61,10 +73,31 @@ def _mine(env_extra, home):
         {"OMPI_MCA_mpi_leave_pinned": "7"},  # ... and clamps numbers
         {"OMPI_MCA_opal_leave_pinned": "1"},  # the deprecated synonym
         {"OMPI_MCA_mpi_leave_pinned_pipeline": "true", "OMPI_MCA_rcache_grdma_print_stats": "1"},
+        # below the floor: raised to eager_limit + send_length, the source kept
+        {
+            "OMPI_MCA_btl_openib_min_rdma_pipeline_size": "0",
+            "OMPI_MCA_btl_openib_eager_limit": "4096",
+        },
+        {
+            "OMPI_MCA_btl_openib_min_rdma_pipeline_size": "4m",
+            "OMPI_MCA_btl_openib_rdma_pipeline_send_length": "512k",
+            "OMPI_MCA_btl_openib_rdma_pipeline_frag_size": "256k",
+            "OMPI_MCA_pml_ob1_send_pipeline_depth": "8",
+            "OMPI_MCA_pml_ob1_recv_pipeline_depth": "2",
+        },
     ],
-    ids=["default", "off", "yes", "clamped", "synonym", "pipeline-and-stats"],
+    ids=[
+        "default",
+        "off",
+        "yes",
+        "clamped",
+        "synonym",
+        "pipeline-and-stats",
+        "pipeline-size-raised",
+        "pipeline-sizes-set",
+    ],
 )
-def test_leave_pinned_variables_match_ompi_info(tmp_path, env):
+def test_leave_pinned_and_pipeline_variables_match_ompi_info(tmp_path, env):
     theirs, mine = _theirs(env, tmp_path), _mine(env, tmp_path)
     assert set(theirs) == set(mine) == set(NAMES)
     for name in NAMES:

@@ -27,6 +27,7 @@ INTERVALS = (
     "send_wqe",
     "recv_wqe",
     "recv_usable",
+    "rx",
     "cqe",
     "host_post",
     "host_poll",
@@ -179,6 +180,7 @@ def one_way_small_send_ns(m: DeviceModel, payload: int = 2) -> float:
         + wire
         + 2 * m.link_latency.nominal
         + m.switch_latency.nominal
+        + m.rx.nominal
         + m.cqe.nominal
         + m.host_poll.nominal
     )

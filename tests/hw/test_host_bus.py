@@ -99,7 +99,7 @@ def _devices_file(tmp_path, **extra) -> Path:
     lines += [f"{k} = {v}" for k, v in fields.items()]
     for name in ("link", "switch", "pcie"):
         lines.append(f"{name}_latency_ns = [1, 2, 3]")
-    for name in ("send_wqe", "recv_wqe", "recv_usable", "cqe", "host_post", "host_poll"):
+    for name in ("send_wqe", "recv_wqe", "recv_usable", "rx", "cqe", "host_post", "host_poll"):
         lines.append(f"{name}_ns = [1, 2, 3]")
     path = tmp_path / "devices.toml"
     path.write_text("\n".join(lines) + "\n")

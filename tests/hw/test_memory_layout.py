@@ -3,17 +3,27 @@ from registered chunks. The simulation's answer is the reference digests' to kee
 tests pin the layout rules that keep a 1024-rank job small and show that the lazily made
 state behaves as the eagerly made state did."""
 
-from collections import deque
-
 import numpy as np
+import pytest
 
 from pyopenib.btl.endpoint import NO_PENDING, PerPeerQp
 from pyopenib.btl.frag import CHUNK_BYTES, FragBuffers
 from pyopenib.config.receive_queues import parse_receive_queues
 from pyopenib.hw.device_model import get_device_model
-from pyopenib.hw.qp import NEVER_LEAVING, HwQp
+from pyopenib.hw.qp import EMPTY, NEVER_LEAVING, HwQp
 from pyopenib.sim import Simulator
-from pyopenib.verbs import Access, Context, open_devices
+from pyopenib.verbs import (
+    Access,
+    Context,
+    QpState,
+    RecvWR,
+    SendWR,
+    Sge,
+    WcOpcode,
+    WcStatus,
+    WrOpcode,
+    open_devices,
+)
 
 _PARTS = ("sq", "rq", "wq", "tx", "req", "resp", "actor")
 
@@ -39,7 +49,7 @@ def test_a_new_qp_holds_no_part_state_until_a_part_looks():
     qp = pd.create_qp(cq, cq, 8, 8)
     hw: HwQp = qp.hw
     assert all(_unset(hw, name) for name in _PARTS)
-    assert hw.req.next_psn == 0 and hw.req.inflight == deque()  # made as __init__ made it
+    assert hw.req.next_psn == 0 and hw.req.inflight is EMPTY  # made as __init__ made it
     assert hw.actor == f"nic0/qp{hw.qpn}"
     assert not _unset(hw, "req") and _unset(hw, "wq") and _unset(hw, "tx")
 
@@ -92,3 +102,67 @@ def test_pending_lists_are_made_by_the_first_waiting_fragment_and_keep_priority_
     high, low = qs.no_wqe_pending
     assert [f.name for f in high] == ["b"] and [f.name for f in low] == ["a", "c"]
     assert qs.no_credits_pending is NO_PENDING  # the other list stays unmade
+
+
+def _connected_pair(device: str, rnr_retry: int = 7):
+    """Two contexts of one simulated fabric, one RC QP each, connected; 64 KiB buffers."""
+    sim = Simulator()
+    model = get_device_model(device)
+    ctxs = open_devices(sim, [model, model], ["a", "b"])
+    qps, mrs, cqs = [], [], []
+    for ctx in ctxs:
+        pd = ctx.alloc_pd()
+        cq = ctx.create_cq(256)
+        qps.append(pd.create_qp(cq, cq, 64, 64))
+        mrs.append(pd.reg_mr(np.zeros(1 << 16, dtype=np.uint8), Access.LOCAL_WRITE))
+        cqs.append(cq)
+    for i, qp in enumerate(qps):
+        qp.modify(QpState.INIT)
+        qp.modify(QpState.RTR, dest_lid=ctxs[1 - i].nic.lid, dest_qp_num=qps[1 - i].qp_num)
+        qp.modify(QpState.RTS, rnr_retry=rnr_retry, min_rnr_timer=1)
+    return sim, qps, mrs, cqs
+
+
+@pytest.mark.parametrize(
+    "device, rnr",
+    [("mellanox-hermon", True), ("ibm-ehca", True), ("chelsio-t3", False)],
+)
+def test_a_qp_holds_queues_only_while_something_is_queued(device, rnr):
+    """``wq.fifo``, ``tx.packets`` and ``req.inflight`` go back to ``EMPTY`` when they
+    drain, on a split, a firmware and a shared work queue (whose FIFO also carries the
+    receive entries), through a receiver-not-ready retry (IB: iWARP has none, a SEND
+    without a receive terminates) and a multi-packet message; everything arrives in
+    order."""
+    sim, qps, mrs, cqs = _connected_pair(device)
+    sender, receiver = qps[0].hw, qps[1].hw
+    src = mrs[0].buffer
+    src[:] = np.arange(src.size, dtype=np.uint64).astype(np.uint8)
+    lengths = (8, 3 * sender.path_mtu + 5, 64)
+
+    def post_receives():
+        for i in range(len(lengths)):
+            sge = (Sge(mrs[1].addr + i * 16384, 16384, mrs[1].lkey),)
+            qps[1].post_recv(RecvWR(100 + i, sge))
+
+    if not rnr:
+        post_receives()
+    offset = 0
+    for i, length in enumerate(lengths):
+        sge = (Sge(mrs[0].addr + offset, length, mrs[0].lkey),)
+        qps[0].post_send(SendWR(i, WrOpcode.SEND, sge))
+        offset += length
+    if rnr:
+        sim.run(until=sim.now + 50_000_000)  # the first SEND finds no receive: RNR NAKs
+        assert sender.req.rnr_naks_received >= 1 and sender.req.inflight
+        post_receives()
+    sim.run()
+    sent, received = cqs[0].poll(16), cqs[1].poll(16)
+    assert [(wc.wr_id, wc.status) for wc in sent] == [(i, WcStatus.SUCCESS) for i in range(3)]
+    assert [wc.byte_len for wc in received if wc.opcode == WcOpcode.RECV] == list(lengths)
+    offset = 0
+    for i, length in enumerate(lengths):
+        got = mrs[1].buffer[i * 16384 : i * 16384 + length]
+        assert (got == src[offset : offset + length]).all()
+        offset += length
+    for qp in (sender, receiver):
+        assert qp.wq.fifo is EMPTY and qp.tx.packets is EMPTY and qp.req.inflight is EMPTY

@@ -138,6 +138,11 @@ class LoopbackBtl(BtlModule):
             fn(*args)
         return len(cq)
 
+    def wake(self):
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.succeed()
+
     def wait_for_activity(self):
         if self._cq:
             return

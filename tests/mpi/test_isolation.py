@@ -1,5 +1,5 @@
 """Ranks are processes: each rank's own ``__main__`` (unittest.main, pickle), its own copies
-of the program's modules, and the thread level that is the truth."""
+of the program's modules (its threads and thread level: test_threads.py)."""
 
 import io
 import sys
@@ -107,49 +107,6 @@ def test_a_class_defined_in_the_program_pickles_between_ranks():
     result, out, _ = _run_file(PROGRAMS / "iso_pickle.py")
     assert result.exit_code == 0
     assert out.splitlines() == ["True 7", "Point True Point(x=-4, y=3)"]
-
-
-def test_a_thread_calling_mpi_gets_an_mpi_exception_naming_the_call_and_level():
-    result, out, _ = _run_file(PROGRAMS / "iso_threads.py")
-    assert result.exit_code == 0
-    lines = out.splitlines()
-    assert lines[:3] == ["True", "True", "(1, False)"]
-    tail = (
-        " called from thread 'worker', but MPI provides MPI_THREAD_FUNNELED: only the main "
-        "thread may call MPI (pyopenib's ranks are greenlets of the thread that runs the "
-        "simulator)"
-    )
-    assert lines[3:] == [
-        f"send: True MPI.Comm.send{tail}",
-        f"Isend: True MPI.Comm.Isend{tail}",
-        f"Barrier: True MPI.Comm.Barrier{tail}",
-        f"Wtime: True MPI.Wtime{tail}",
-    ]
-
-
-@pytest.mark.parametrize(
-    ("setting", "level"),
-    [
-        ("", "THREAD_FUNNELED"),
-        ("rc.thread_level = 'single'", "THREAD_SINGLE"),
-        ("rc.threads = False", "THREAD_SINGLE"),
-        ("rc.thread_level = 'funneled'", "THREAD_FUNNELED"),
-    ],
-)
-def test_query_thread_reports_the_level_rc_asked_for_capped_at_funneled(tmp_path, setting, level):
-    prog = _write(
-        tmp_path,
-        {
-            "prog.py": f"""
-                from mpi4py import rc
-                {setting}
-                from mpi4py import MPI
-                print(MPI.Query_thread() == MPI.{level}, MPI.Is_thread_main())
-            """
-        },
-    )
-    _, out, _ = _run_file(prog, nprocs=1)
-    assert out == "True True\n"
 
 
 def test_the_job_leaves_no_private_module_and_restores_main_and_the_greenlet_trace(tmp_path):

@@ -37,6 +37,7 @@ def toy_model(**overrides) -> DeviceModel:
         send_wqe=ns(100),
         recv_wqe=ns(100),
         recv_usable=ns(200),
+        rx=ns(0),  # no inbound processing: arrival to placement is the bus alone
         cqe=ns(50),
         host_post=ns(50),
         host_poll=ns(50),

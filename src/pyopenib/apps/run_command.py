@@ -23,7 +23,7 @@ from ..mpi.package import program_command
 from ..mpi.runner import EXIT_TIMEOUT, run_job
 from ..options import DEVICE_NAME, SECONDS, cpu_scale_option, mca_option, replay_option
 from ..outputs import EXIT_INTERRUPTED, TRACE_SUFFIXES, exit_status, output_file, write_reporting
-from ..pml.header import ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR
+from ..pml.header import FRAG_HDR, LARGEST_CONTROL_HEADER
 from ..report import write_trace
 from ..sim import Tracer, make_simulator
 from .job_settings import check_job_devices, job_settings
@@ -39,10 +39,6 @@ of its buffers a barrier touches): measured 3.6 MB per rank at -n 1000 and 4.6 M
 -n 4000 on mellanox-hermon (``/usr/bin/time -f %M pyopenib run -n N barrier.py``).
 3 MiB keeps the estimate low: it refuses only what cannot fit."""
 
-PML_LARGEST_HEADER = max(h.size for h in (ACK_HDR, ID_HDR, MATCH_HDR, RNDV_HDR))
-"""The largest control header the PML sends in one fragment: the biggest receive
-buffer must hold it, or no message can leave."""
-
 register_topics(
     {
         "run-device-choice": "give either --device ID or --devices MAP, not both",
@@ -53,6 +49,11 @@ register_topics(
         "run-bad-devices": (
             "--devices {value!r}: {reason} (expected ID[:COUNT],ID[:COUNT],... covering "
             "all {nprocs} ranks)"
+        ),
+        "run-max-send-size-below-frag-header": (
+            "btl_openib_max_send_size = {value} (source: {source}) leaves no room for data "
+            "in a copy-in/out fragment behind the PML's {header}-byte FRAG header; set it "
+            "above {header}"
         ),
     }
 )
@@ -175,7 +176,15 @@ def run(
     names = [chosen] if isinstance(chosen, str) else chosen
     models = [get_device_model(name) for name in dict.fromkeys(names)]
     ctx = job_settings(mca)
-    settings = check_job_devices(ctx, models, PML_LARGEST_HEADER, "the PML's largest header")
+    settings = check_job_devices(ctx, models, LARGEST_CONTROL_HEADER, "the PML's largest header")
+    for resolved in settings:
+        if resolved.max_send_size <= FRAG_HDR.size:
+            raise PyopenibError(
+                "run-max-send-size-below-frag-header",
+                value=resolved.max_send_size,
+                source=ctx.source("btl_openib_max_send_size"),
+                header=FRAG_HDR.size,
+            )
     check_job_memory(ctx, settings, nprocs, RANK_BYTES)
     make_btls = openib_btls(chosen, mca, ppn, mca=ctx, cpu_scale=cpu_scale)
     btls: list = []

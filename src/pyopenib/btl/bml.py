@@ -56,6 +56,10 @@ class Bml(BtlModule):
         """The limits of the BTL that reaches ``peer``."""
         return self.route[peer].limits(peer)
 
+    def rendezvous_limits(self, peer: int):
+        """The rendezvous limits of the BTL that reaches ``peer``."""
+        return self.route[peer].rendezvous_limits(peer)
+
     def register_recv(self, tag: int, callback) -> None:
         for btl in self.btls:
             btl.register_recv(tag, callback)
@@ -106,6 +110,10 @@ class Bml(BtlModule):
         if self.uses_openib:
             handled += self.openib.progress()
         return handled
+
+    def wake(self) -> None:
+        # with both, the wait is the openib module's (sm's arrivals wake it)
+        (self.openib if self.uses_openib else self.sm).wake()
 
     def wait_for_activity(self) -> None:
         """Block until either BTL has something: an sm arrival or completion wakes the

@@ -580,15 +580,18 @@ class Endpoint:
         self.eager_frags_sent = 0
         self.cts_sent = False
         self.cts_received = False
-        self.pending_lazy: deque | tuple = ()
-        """Fragments waiting for the connection (a deque from the first one on)."""
+        self.pending_lazy: list | tuple = ()
+        """Fragments waiting for the connection, in order (a list from the first one on:
+        every endpoint of a job that starts by sending has one while it connects, and it
+        is only appended to and then taken whole, so a list of a few fragments, not a
+        760-byte deque)."""
         self.pending_rdma: deque | tuple = ()
         """RDMA put/get work requests waiting for a WQE (a deque from the first one on)."""
 
     def wait_for_connection(self, frag) -> None:
         """Queue ``frag`` until the connection is up."""
         if not self.pending_lazy:
-            self.pending_lazy = deque()
+            self.pending_lazy = []
         self.pending_lazy.append(frag)
 
     def take_pending_lazy(self):

@@ -8,7 +8,8 @@ Threading model (MPI semantics, no background thread): nothing happens for a pro
 unless its own rank greenlet calls ``progress()``. A rank that has nothing to do but wait
 calls ``wait_for_activity()``, which blocks the greenlet in simulated time until one of
 the process's completion queues has an entry (like ``ibv_get_cq_event``) and returns;
-then it calls ``progress()`` again.
+then it calls ``progress()`` again. ``wake()`` ends that wait early: another thread of
+the process (``MPI_THREAD_MULTIPLE``) queued work only a progress pass handles.
 
 Callbacks (receive callbacks and ``on_complete``) run inside ``progress()`` on the rank's
 own greenlet; they must not block.
@@ -25,7 +26,14 @@ import numpy as np
 from ..errors import TransportError
 from ..sim.host import FREE_HOST, HostModel
 
-__all__ = ["BtlLimits", "BtlModule", "MemHandle", "RecvCallback", "TransportError"]
+__all__ = [
+    "BtlLimits",
+    "BtlModule",
+    "MemHandle",
+    "RecvCallback",
+    "RendezvousLimits",
+    "TransportError",
+]
 
 RecvCallback = Callable[[int, memoryview], None]
 """``callback(peer_rank, payload)``; the payload view is valid only during the call."""
@@ -40,6 +48,27 @@ class BtlLimits(NamedTuple):
     """Bytes carried by the first fragment of a rendezvous (RTS)."""
     max_send_size: int
     """Largest fragment for pipelined sends."""
+
+
+class RendezvousLimits(NamedTuple):
+    """What ob1 reads to choose how the rest of a rendezvous travels over a BTL that
+    must register memory for RDMA: Open MPI's ``opal_leave_pinned``, the module's
+    ``btl_min_rdma_pipeline_size`` / ``btl_rdma_pipeline_send_length`` /
+    ``btl_rdma_pipeline_frag_size``, and ob1's two pipeline depths (ob1's variables,
+    carried here because the job's settings reach the PML through its BTL)."""
+
+    leave_pinned: bool
+    """Registrations are left pinned: every rendezvous registers and goes by RDMA."""
+    min_rdma_pipeline_size: int
+    """Without leave_pinned, larger messages take the RDMA pipeline."""
+    rdma_pipeline_send_length: int
+    """Bytes at the end of a pipelined message sent by copy in/out."""
+    rdma_pipeline_frag_size: int
+    """Largest RDMA-pipeline piece (0 = no limit)."""
+    send_pipeline_depth: int
+    """Copy-in/out fragments in flight per request when the ACK says NORDMA."""
+    recv_pipeline_depth: int
+    """RDMA-pipeline pieces a receiver has asked for at once."""
 
 
 class MemHandle(Protocol):
@@ -72,6 +101,11 @@ class BtlModule(ABC):
     def limits(self, peer: int) -> BtlLimits:
         """The limits of the BTL that reaches ``peer``, as ob1 uses them per peer."""
         return BtlLimits(self.eager_limit, self.rndv_eager_limit, self.max_send_size)
+
+    def rendezvous_limits(self, peer: int) -> RendezvousLimits | None:
+        """How ob1 may move a rendezvous to ``peer``; None for a BTL whose RDMA needs no
+        registration (vader's single-copy): ob1 then always uses RDMA for the rest."""
+        return None
 
     @abstractmethod
     def register_recv(self, tag: int, callback: RecvCallback) -> None:
@@ -143,3 +177,8 @@ class BtlModule(ABC):
     @abstractmethod
     def wait_for_activity(self) -> None:
         """Block the calling rank greenlet until a completion is pending (see module doc)."""
+
+    @abstractmethod
+    def wake(self) -> None:
+        """Return the greenlet blocked in ``wait_for_activity`` from it (through the event
+        heap, at the current instant); nothing when none is blocked."""

@@ -58,7 +58,7 @@ from .frag import (
     Frag,
     FragBuffers,
 )
-from .interface import BtlLimits, BtlModule
+from .interface import BtlLimits, BtlModule, RendezvousLimits
 from .rcache import RegisteredMemory, RegistrationCache
 from .registrations import RegistrationCounts
 from .srq import SharedRq
@@ -130,6 +130,14 @@ class OpenibModule(BtlModule):
         self.eager_limit = settings.eager_limit
         self.max_send_size = settings.max_send_size
         self.rndv_eager_limit = settings.rndv_eager_limit
+        self._rendezvous = RendezvousLimits(
+            settings.leave_pinned_protocol,
+            settings.min_rdma_pipeline_size,
+            settings.rdma_pipeline_send_length,
+            settings.rdma_pipeline_frag_size,
+            settings.send_pipeline_depth,
+            settings.recv_pipeline_depth,
+        )
         self.check_invariants = check_invariants
         device = context.query_device()
         self.device = device
@@ -192,6 +200,10 @@ class OpenibModule(BtlModule):
     def limits(self, peer: int) -> BtlLimits:
         """The same for every peer: one module, one device."""
         return BtlLimits(self.eager_limit, self.rndv_eager_limit, self.max_send_size)
+
+    def rendezvous_limits(self, peer: int) -> RendezvousLimits:
+        """The same for every peer: the device's resolved settings."""
+        return self._rendezvous
 
     def send(self, peer: int, tag: int, payload, on_complete=None, high_priority=False) -> None:
         self._raise_if_failed()
@@ -307,7 +319,10 @@ class OpenibModule(BtlModule):
         if not self._cq_armed:  # one notification request at a time, as ibv_req_notify_cq
             self._cq_armed = True
             self.cq.req_notify(self._cq_event)
+        host = self.host
+        host.idle()
         self.sim.suspend()
+        host.spend(host.poll_phase())  # a busy-polling rank sees it at its next pass
 
     def oob_receive(self, src: int, kind: str, body) -> None:
         """An out-of-band connection message from ``src`` (``ConnectionSetup``)."""

@@ -191,6 +191,9 @@ class SmModule(BtlModule):
         process waits on one thing at a time; a later call replaces an earlier one)."""
         self._notify = callback
 
+    def wake(self) -> None:
+        self._signal()
+
     def wait_for_activity(self) -> None:
         if self.has_activity():
             return

@@ -37,6 +37,10 @@ def _receive_queues_default(values) -> str:
     )
 
 
+def _min_rdma_pipeline_floor(values) -> int:
+    return values["btl_openib_eager_limit"] + values["btl_openib_rdma_pipeline_send_length"]
+
+
 def openib_variables(home: str | None) -> tuple[Variable, ...]:
     """The registry, in registration order. ``home`` gives the default param file."""
     param_file_default = f"{home.rstrip('/')}/.openmpi/mca-params.conf" if home else ""
@@ -204,6 +208,36 @@ def openib_variables(home: str | None) -> tuple[Variable, ...]:
             4,
         ),
         _openib(
+            "rdma_pipeline_send_length",
+            "size_t",
+            1048576,
+            "Bytes at the end of a rendezvous message above min_rdma_pipeline_size sent by "
+            "copy in/out (send fragments of max_send_size) when the buffers are not left "
+            "pinned; the bytes before them (after the first fragment) go by the RDMA "
+            "pipeline",
+            4,
+        ),
+        _openib(
+            "rdma_pipeline_frag_size",
+            "size_t",
+            1048576,
+            "Largest piece of the RDMA pipeline: the receiver registers its buffer piece by "
+            "piece, each written by one RDMA write and released at its FIN (0 = no limit)",
+            4,
+        ),
+        _openib(
+            "min_rdma_pipeline_size",
+            "size_t",
+            262144,
+            "Without leave_pinned, rendezvous messages up to this size register both "
+            "buffers whole and go by RDMA; larger ones use the RDMA pipeline and copy "
+            "in/out. Raised to at least eager_limit + rdma_pipeline_send_length, as Open "
+            "MPI's btl base does",
+            4,
+            floor_fn=_min_rdma_pipeline_floor,
+            floor_text="eager_limit + rdma_pipeline_send_length",
+        ),
+        _openib(
             "receive_queues",
             "string",
             None,
@@ -257,6 +291,31 @@ def openib_variables(home: str | None) -> tuple[Variable, ...]:
             f"{_BOOL_HINT}",
             9,
             deprecated_synonyms=("opal_leave_pinned_pipeline",),
+            project="ompi",
+        ),
+        Variable(
+            "pml",
+            "ob1",
+            "send_pipeline_depth",
+            "int",
+            3,
+            "Send fragments of one rendezvous message in flight at once when all of its "
+            "rest travels by copy in/out (the receiver's ACK says NORDMA); the next leaves "
+            "when one completes locally",
+            9,
+            minimum=1,
+            project="ompi",
+        ),
+        Variable(
+            "pml",
+            "ob1",
+            "recv_pipeline_depth",
+            "int",
+            4,
+            "RDMA-pipeline pieces of one rendezvous message a receiver has registered and "
+            "asked for (PUT) at once; the next is asked for when one's FIN arrives",
+            9,
+            minimum=1,
             project="ompi",
         ),
         Variable(

@@ -10,6 +10,8 @@ from .variables import LEVEL_NAMES, Variable, render_value
 __all__ = ["render_configuration_md"]
 
 _HOME = "$HOME"
+_STOCK = {var.full_name: var.default for var in openib_variables(_HOME)}
+"""Every variable at its registered default: what a floor is computed from here."""
 
 
 def _default(var: Variable) -> str:
@@ -19,6 +21,9 @@ def _default(var: Variable) -> str:
     if var.increment:
         shown = render_value(var, var.default + var.increment)
         text = f"{text}` (shown as `{shown}"
+    if var.floor_fn is not None:
+        floor = render_value(var, var.floor_fn(_STOCK))
+        return f"`{text}`, raised to at least {var.floor_text} (stock: `{floor}`)"
     if var.full_name == "btl_openib_device_param_files":
         text = "<pyopenib>/data/mca-btl-openib-device-params.ini"
     return f"`{text}`" if text else "(empty)"

@@ -91,6 +91,18 @@ class EffectiveSettings:
     leave_pinned: bool
     """The registration cache keeps unused registrations (``mpi_leave_pinned`` resolved
     with ``mpi_leave_pinned_pipeline``, as Open MPI's rcache creation does)."""
+    leave_pinned_protocol: bool
+    """ob1 chooses its rendezvous protocols as with leave_pinned (``opal_leave_pinned``
+    after the rcache resolved auto): every rendezvous registers both buffers and goes
+    by RDMA. Off (leave_pinned 0, or the pipeline variant), messages above
+    ``min_rdma_pipeline_size`` use the RDMA pipeline and copy in/out."""
+    min_rdma_pipeline_size: int
+    rdma_pipeline_send_length: int
+    rdma_pipeline_frag_size: int
+    send_pipeline_depth: int
+    recv_pipeline_depth: int
+    """ob1's own two (``pml_ob1_*``), resolved with the BTL's because the job's MCA
+    context reaches the PML through its BTL."""
     origins: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     """Things the user may want to know (no INI section for the device, clamping)."""
@@ -123,6 +135,12 @@ class EffectiveSettings:
             ("cq_size", str(self.cq_size)),
             ("enable_srq_resize", str(int(self.enable_srq_resize))),
             ("leave_pinned", str(int(self.leave_pinned))),
+            ("leave_pinned_protocol", str(int(self.leave_pinned_protocol))),
+            ("min_rdma_pipeline_size", str(self.min_rdma_pipeline_size)),
+            ("rdma_pipeline_send_length", str(self.rdma_pipeline_send_length)),
+            ("rdma_pipeline_frag_size", str(self.rdma_pipeline_frag_size)),
+            ("send_pipeline_depth", str(self.send_pipeline_depth)),
+            ("recv_pipeline_depth", str(self.recv_pipeline_depth)),
             ("ignore_device", str(int(self.ignore_device))),
         )
         probe = "; max is the device's limit (-1 probes it)" if self.max_inline_data < 0 else ""
@@ -312,7 +330,13 @@ def effective_settings(
         plain[name] = ctx.get(f"btl_openib_{name}")
         origins[name] = _mca_origin(ctx, f"btl_openib_{name}")
 
-    leave_pinned = _leave_pinned(ctx, origins, notes)
+    leave_pinned, leave_pinned_protocol = _leave_pinned(ctx, origins, notes)
+    for name in ("min_rdma_pipeline_size", "rdma_pipeline_send_length", "rdma_pipeline_frag_size"):
+        plain[name] = ctx.get(f"btl_openib_{name}")
+        origins[name] = _mca_origin(ctx, f"btl_openib_{name}")
+    for name in ("send_pipeline_depth", "recv_pipeline_depth"):
+        plain[name] = ctx.get(f"pml_ob1_{name}")
+        origins[name] = _mca_origin(ctx, f"pml_ob1_{name}")
     return EffectiveSettings(
         vendor_id=vendor_id,
         part_id=part_id,
@@ -333,18 +357,22 @@ def effective_settings(
         eager_limit=sizes["eager_limit"],
         max_send_size=sizes["max_send_size"],
         leave_pinned=leave_pinned,
+        leave_pinned_protocol=leave_pinned_protocol,
         origins=origins,
         notes=tuple(notes),
         **plain,
     )
 
 
-def _leave_pinned(ctx: McaContext, origins: dict[str, str], notes: list[str]) -> bool:
-    """Whether the registration cache keeps unused registrations, as Open MPI 4.1 decides:
-    both true is refused with a warning and leave_pinned wins (``opal_params.c``); the
-    first rcache created with leave_pinned at auto (-1) turns it on when the memory
-    hooks work, unless leave_pinned_pipeline is set (``rcache_base_create.c``); grdma
-    then keeps registrations when either is on (``rcache_grdma_component.c``)."""
+def _leave_pinned(ctx: McaContext, origins: dict[str, str], notes: list[str]) -> tuple[bool, bool]:
+    """(the registration cache keeps unused registrations, ob1's protocols are the
+    leave-pinned ones), as Open MPI 4.1 decides: both true is refused with a warning and
+    leave_pinned wins (``opal_params.c``); the first rcache created with leave_pinned at
+    auto (-1) turns it on when the memory hooks work, unless leave_pinned_pipeline is
+    set (``rcache_base_create.c``); grdma then keeps registrations when either is on
+    (``rcache_grdma_component.c``), while ob1 reads ``opal_leave_pinned`` alone
+    (``pml_ob1_rdma.c``): the pipeline variant caches registrations but keeps the
+    pipelined protocols."""
     value = ctx.get("mpi_leave_pinned")
     pipeline = ctx.get("mpi_leave_pinned_pipeline")
     origin = _mca_origin(ctx, "mpi_leave_pinned")
@@ -362,7 +390,13 @@ def _leave_pinned(ctx: McaContext, origins: dict[str, str], notes: list[str]) ->
     if pipeline:
         origin = _mca_origin(ctx, "mpi_leave_pinned_pipeline")
     origins["leave_pinned"] = origin
-    return value != 0 or pipeline
+    protocol = value > 0 or (value == -1 and not pipeline)
+    origins["leave_pinned_protocol"] = (
+        f"{_mca_origin(ctx, 'mpi_leave_pinned')} as ob1 reads it (opal_leave_pinned): "
+        "auto is on unless mpi_leave_pinned_pipeline is set, which caches registrations "
+        "but keeps the pipelined protocols"
+    )
+    return value != 0 or pipeline, protocol
 
 
 def check_peer_compatibility(local: EffectiveSettings, remote: EffectiveSettings) -> None:

@@ -220,6 +220,10 @@ def load_mca(
             # Open MPI changes the storage after registration (eager_rdma_num++), so
             # what ompi_info and the BTL read is the value plus the increment.
             mca_value = replace(mca_value, value=mca_value.value + var.increment)
+        if var.floor_fn is not None:
+            floor = var.floor_fn(resolved)
+            if mca_value.value < floor:
+                mca_value = replace(mca_value, value=floor)
         values[var.full_name] = mca_value
         resolved[var.full_name] = mca_value.value
     return McaContext(values, warnings)

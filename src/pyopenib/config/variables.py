@@ -73,6 +73,13 @@ class Variable:
     increment: int = 0
     """Added to the value after registration, as Open MPI's openib does for
     eager_rdma_num (``eager_rdma_num++``): ompi_info and the BTL see the sum."""
+    floor_fn: Callable[[Mapping[str, object]], int] | None = field(default=None, compare=False)
+    """The least value Open MPI lets the variable keep, computed from variables
+    registered earlier: a smaller one (the default included) is raised to it after
+    registration, as ``mca_btl_base_param_verify`` raises min_rdma_pipeline_size to
+    eager_limit + rdma_pipeline_send_length; ompi_info and the BTL see the raised value."""
+    floor_text: str = ""
+    """What ``floor_fn`` computes, in words (the configuration reference shows it)."""
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:

@@ -91,9 +91,12 @@ class DeviceModel:
     ``transport`` is what ``ibv_device.transport_type`` says (RoCE is ``ib`` over an
     ``ethernet`` link layer). ``link_gbps`` is a data rate after line encoding;
     ``pcie_gbps`` the DMA rate the card reaches over its host bus (after encoding and
-    TLP overhead) in its own ``pcie_gen`` x ``pcie_lanes`` slot. Durations are documented in docs/devices.md; the one-way latency of a small
-    SEND is host_post + pcie_latency + send_wqe + serialization + 2 * link_latency +
-    switch_latency + pcie_latency + cqe + host_poll.
+    TLP overhead) in its own ``pcie_gen`` x ``pcie_lanes`` slot. Durations are
+    documented in docs/devices.md; the one-way latency of a small SEND is host_post +
+    pcie_latency + send_wqe + serialization + 2 * link_latency + switch_latency + rx +
+    pcie_latency + cqe + host_poll, and an RDMA WRITE is visible to a CPU polling the
+    memory after the same path less cqe + host_poll: ``rx`` is the responder's
+    processing that both pay, ``cqe`` only the completion a SEND adds.
     """
 
     id: str
@@ -118,6 +121,7 @@ class DeviceModel:
     send_wqe: Interval
     recv_wqe: Interval
     recv_usable: Interval
+    rx: Interval
     cqe: Interval
     host_post: Interval
     host_poll: Interval
@@ -152,6 +156,7 @@ _INTERVAL_FIELDS = (
     "send_wqe",
     "recv_wqe",
     "recv_usable",
+    "rx",
     "cqe",
     "host_post",
     "host_poll",

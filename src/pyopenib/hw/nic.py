@@ -52,7 +52,7 @@ from .memory import HwMr, MemoryTable
 from .packet import ACK, DATA, NAK_RNR, NAK_SEQ, READ_REQ, READ_RESP, TERMINATE, Packet
 from .pcie import PcieBus
 from .port import TransmitPort
-from .qp import HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, header_kind, trace_id
+from .qp import EMPTY, HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, header_kind, trace_id
 from .requester import Requester
 from .responder import Responder
 from .work import (
@@ -189,6 +189,8 @@ class Nic:
         for i, msg in enumerate(inflight):
             if msg.wr is wr:
                 del inflight[i]
+                if not inflight:
+                    qp.req.inflight = EMPTY
                 break
         qp.sq.outstanding -= 1
         wc = WorkCompletion(wr.wr_id, status, wc_opcode_of(wr.opcode), qp.qpn, 0, vendor_err=1)
@@ -215,16 +217,15 @@ class Nic:
         tr = self.sim.tracer
         if tr is not None:
             tr.emit("hw", "qp_error", qp.actor, reason=async_reason or "error completion")
-        qp.tx.packets.clear()
+        qp.tx.packets = EMPTY
         qp.tx.paused = False
-        inflight = qp.req.inflight
-        flushed_sends = [msg.wr for msg in inflight]
-        inflight.clear()
+        flushed_sends = [msg.wr for msg in qp.req.inflight]
+        qp.req.inflight = EMPTY
         wq = qp.wq
         for item in wq.fifo:
             if type(item) is not list:
                 flushed_sends.append(item)
-        wq.fifo.clear()
+        wq.fifo = EMPTY
         wq.leaving.clear()
         for wr in flushed_sends:
             self.flush_send(qp, wr)

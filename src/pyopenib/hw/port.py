@@ -13,6 +13,7 @@ from .packet import (
     Packet,
 )
 from .qp import (
+    EMPTY,
     HwQp,
 )
 
@@ -108,6 +109,7 @@ class TransmitPort:
                 active.append(qp)
             else:
                 tx.in_arbiter = False
+                tx.packets = EMPTY  # the QP holds no queue while nothing waits
         self.busy = True
         self.sim.schedule(int(pkt.wire_bytes * self.ps_per_byte), self._done, pkt, qp)
 

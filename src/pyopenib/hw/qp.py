@@ -33,6 +33,7 @@ __all__ = [
     "HwQp",
     "HwSrq",
     "QpState",
+    "EMPTY",
     "HEADER_BYTES",
     "header_kind",
     "rnr_timer_ps",
@@ -258,6 +259,14 @@ NEVER_LEAVING: deque = deque(maxlen=0)
 after each send; only a ``shared`` engine appends), one for all instead of an empty deque
 per QP."""
 
+EMPTY: tuple = ()
+"""What a QP's ``wq.fifo``, ``tx.packets`` and ``req.inflight`` hold while nothing is in
+them: the one empty tuple, which every reader sees as an empty queue (falsy, ``len`` 0,
+nothing to iterate). The part that queues the first element puts a real queue in the
+slot, and the part that takes the last one out puts ``EMPTY`` back, so a QP holds a queue
+only while something is queued on it. An empty deque costs 760 bytes even empty, and a
+1024-rank alltoall has a million QPs that each carry one message (issue 13)."""
+
 
 def _mark_usable(entry) -> None:
     entry[1] = True
@@ -265,17 +274,18 @@ def _mark_usable(entry) -> None:
 
 class WorkQueue(_LazyDeques):
     """What the work-queue engine processes: ``fifo`` is the send engine's queue on a
-    ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one;
-    ``leaving`` the MSNs of sends fetched but not yet fully on the wire (shared: a receive
-    entry waits for them); ``last_doorbell`` keeps one QP's doorbells in ringing order,
-    ``last_emit`` its sends' cutting into packets in posting order. Both deques are
-    created on first use; a ``split`` engine has no receive entry to hold back, so it
-    never records a leaving send and shares ``NEVER_LEAVING``."""
+    ``split`` device, the single FIFO of sends and receive entries on a ``shared`` one
+    (``EMPTY`` while nothing waits); ``leaving`` the MSNs of sends fetched but not yet
+    fully on the wire (shared: a receive entry waits for them, created on first use; a
+    ``split`` engine has no receive entry to hold back, so it never records a leaving
+    send and shares ``NEVER_LEAVING``); ``last_doorbell`` keeps one QP's doorbells in
+    ringing order, ``last_emit`` its sends' cutting into packets in posting order."""
 
     __slots__ = ("fifo", "busy", "leaving", "last_doorbell", "last_emit")
-    _DEQUES = frozenset(("fifo", "leaving"))
+    _DEQUES = frozenset(("leaving",))
 
     def __init__(self, shared: bool = True):
+        self.fifo = EMPTY
         self.busy = False
         self.last_doorbell = 0
         self.last_emit = 0  # split: when the last send is cut (sends are cut in order)
@@ -287,22 +297,24 @@ class WorkQueue(_LazyDeques):
         return sum(1 for item in self.fifo if type(item) is not list)
 
 
-class TransmitQueue(_LazyDeques):
-    """A QP's packets ready for the transmit port, which serves QPs round-robin per packet;
-    ``paused`` between an RNR NAK and the retransmission (the port skips the QP).
-    ``packets`` (of ``Packet``) is created on first use."""
+class TransmitQueue:
+    """A QP's packets ready for the transmit port, which serves QPs round-robin per packet
+    (``packets``, of ``Packet``: ``EMPTY`` while none is queued); ``paused`` between an RNR
+    NAK and the retransmission (the port skips the QP)."""
 
     __slots__ = ("packets", "in_arbiter", "paused")
-    _DEQUES = frozenset(("packets",))
 
     def __init__(self):
+        self.packets = EMPTY
         self.in_arbiter = False
         self.paused = False
 
 
-class RequesterState(_LazyDeques):
+class RequesterState:
     """The RC requester of one QP: message and packet sequence numbers, the messages sent
-    and not yet acknowledged (``inflight``, of ``_Msg``, created on first use), the
+    and not yet acknowledged (``inflight``, of ``_Msg`` in MSN order: a list while any is,
+    ``EMPTY`` while none is; a list, not a deque, because a message lives from its cut to
+    its ACK and a one-element list is 88 bytes to a deque's 760), the
     transport timer (one per QP, re-armed lazily: see ``Requester.rto_start``), the READ
     response being received, and the RNR NAKs and retransmissions it has seen (what a
     driver's debug counters show)."""
@@ -321,9 +333,9 @@ class RequesterState(_LazyDeques):
         "retransmissions",
         "dma_end",
     )
-    _DEQUES = frozenset(("inflight",))
 
     def __init__(self):
+        self.inflight = EMPTY
         self.dma_end = 0
         """When the last READ response write to host memory lands (absolute ps)."""
         self.next_msn = 0

@@ -6,8 +6,11 @@ retransmissions back in the QP's ``tx`` queue for the port."""
 
 from __future__ import annotations
 
+from collections import deque
+
 from .packet import NAK_ACCESS, Packet
 from .qp import (
+    EMPTY,
     HwQp,
     QpState,
     _Msg,
@@ -101,7 +104,7 @@ class Requester:
             req.retries = 0
         sq = qp.sq
         while inflight and inflight[0].acked:
-            msg = inflight.popleft()
+            msg = inflight.pop(0)
             wr = msg.wr
             sq.unsignaled += 1
             if wr.send_flags & _SIGNALED:
@@ -113,6 +116,7 @@ class Requester:
                 self.nic.push_cqe(qp, qp.send_cq, wc, True, extra_delay)
         if not inflight:
             req.rto_idle = True
+            req.inflight = EMPTY  # the QP holds no list while nothing is in flight
 
     def rx_rnr_nak(self, qp: HwQp, pkt: Packet) -> None:
         if qp.state != _RTS:
@@ -137,7 +141,7 @@ class Requester:
             return
         # go back to the NAKed message after the peer's RNR timer
         qp.tx.paused = True
-        qp.tx.packets.clear()
+        qp.tx.packets = EMPTY
         delay = rnr_timer_ps(qp.min_rnr_timer)
         self.sim.schedule(delay, self._rnr_resume, qp, pkt.msn)
 
@@ -150,11 +154,11 @@ class Requester:
 
     def _go_back(self, qp: HwQp, msn: int) -> None:
         """Retransmit every unacknowledged message from ``msn`` on (IB go-back-N)."""
-        packets = qp.tx.packets
-        packets.clear()
+        packets = deque()
         for msg in qp.req.inflight:
             if msg.msn >= msn:
                 packets.extend(msg.packets)
+        qp.tx.packets = packets if packets else EMPTY
         self.port.activate(qp)
 
     def rto_start(self, qp: HwQp) -> None:

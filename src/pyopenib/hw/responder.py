@@ -46,7 +46,7 @@ _ERROR = QpState.ERROR
 class Responder:
     """The responder half of the NIC's RC transport (every QP's)."""
 
-    __slots__ = ("nic", "sim", "memory", "pcie", "port", "header_bytes", "iwarp")
+    __slots__ = ("nic", "sim", "memory", "pcie", "port", "header_bytes", "iwarp", "rx")
 
     def __init__(self, nic, header_bytes: int, iwarp: bool):
         self.nic = nic
@@ -57,6 +57,11 @@ class Responder:
         self.header_bytes = header_bytes
         self.iwarp = iwarp
         """iWARP has no RNR NAK: a SEND with no usable receive is fatal (TERMINATE)."""
+        self.rx = nic.model.rx
+        """The inbound processing of a request before its data is placed or read (the
+        device's ``rx``): transport checks and the key and address translation, on iWARP
+        the TCP/MPA/DDP receive path. SENDs, RDMA WRITEs and READ requests all pay it;
+        only a SEND's completion (``cqe``) comes on top."""
 
     def _ctrl_packet(self, qp: HwQp, kind: int, msn: int, reason: str = "") -> Packet:
         wire = self.header_bytes + ACK_PAYLOAD
@@ -90,10 +95,16 @@ class Responder:
                     return
                 resp.cur_write = mr
         resp.expected_psn = pkt.psn + 1
-        # cut-through: each packet's payload is written to host memory as it arrives
-        # (posted writes, in order), the completion after the last write has landed
-        now = self.sim.now
-        end = now + self.pcie.dma(pkt.nbytes, False)
+        # cut-through: each packet's payload is written to host memory once processed
+        # (posted writes, in order), the completion after the last write has landed. The
+        # receive was taken on arrival, above: the queue is checked as processing starts.
+        sim = self.sim
+        now = sim.now
+        rx = self.rx
+        placed = now + (rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2]))
+        pcie = self.pcie
+        nbytes = pkt.nbytes
+        end = pcie.stream(nbytes, False, placed) + int(nbytes * pcie.ps_per_byte)
         if end < resp.dma_end:
             end = resp.dma_end  # PCIe posted writes land in the order they were issued
         resp.dma_end = end
@@ -203,8 +214,11 @@ class Responder:
         data = mr.buffer[off : off + pkt.msg_len].tobytes()
         # cut-through, as for a send: the first response packet leaves once its bytes
         # are read, the others follow at bus rate
-        now = self.sim.now
-        base = self.pcie.stream(len(data), True, now)
+        sim = self.sim
+        now = sim.now
+        rx = self.rx
+        start = now + (rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2]))
+        base = self.pcie.stream(len(data), True, start)
         first = min(len(data), qp.path_mtu)
         delay = base + int(first * self.pcie.ps_per_byte) - now
         self.sim.schedule(delay, self._send_read_resp, qp, pkt.msn, data, base)

@@ -8,12 +8,15 @@ Works on each QP's ``sq``, ``rq`` and ``wq`` state and hands packets to the tran
 
 from __future__ import annotations
 
+from collections import deque
+
 from .packet import (
     DATA,
     READ_REQ,
     Packet,
 )
 from .qp import (
+    EMPTY,
     SEND_PREFETCH,
     HwQp,
     QpState,
@@ -129,7 +132,10 @@ class WorkQueueEngine:
         if qp.state == _ERROR:
             return  # already flushed by the error transition
         wq = qp.wq
-        wq.fifo.append(wr)
+        fifo = wq.fifo
+        if fifo is EMPTY:  # an idle QP holds no queue
+            fifo = wq.fifo = deque()
+        fifo.append(wr)
         if not wq.busy:
             self.next(qp)
 
@@ -137,7 +143,10 @@ class WorkQueueEngine:
         if qp.state == _ERROR:
             return
         wq = qp.wq
-        wq.fifo.append(entry)
+        fifo = wq.fifo
+        if fifo is EMPTY:
+            fifo = wq.fifo = deque()
+        fifo.append(entry)
         if not wq.busy:
             self.next(qp)
 
@@ -157,6 +166,8 @@ class WorkQueueEngine:
                 return
         wq.busy = True
         item = work.popleft()
+        if not work:
+            wq.fifo = EMPTY  # the QP holds no queue while nothing waits (``EMPTY``)
         m = self.model
         sim = self.sim
         if type(item) is list:  # a receive entry in a shared work queue
@@ -214,7 +225,10 @@ class WorkQueueEngine:
         msn = req.next_msn
         req.next_msn = msn + 1
         msg = _Msg(wr, msn)
-        req.inflight.append(msg)
+        inflight = req.inflight
+        if inflight is EMPTY:
+            inflight = req.inflight = []
+        inflight.append(msg)
         hdr = self.header_bytes
         lid = self.nic.lid
         if opcode == _READ:
@@ -277,7 +291,10 @@ class WorkQueueEngine:
             )
         tx = qp.tx
         if not tx.paused:
-            tx.packets.extend(msg.packets)
+            packets = tx.packets
+            if packets is EMPTY:
+                packets = tx.packets = deque()
+            packets.extend(msg.packets)
             self.port.activate(qp)
         if self.shared and opcode != _READ:
             qp.wq.leaving.append(msn)

@@ -7,7 +7,7 @@ exports as capsules named by their C signature (``"PyObject *(MPI_Comm)"``). pyo
 no C MPI library, but an MPI handle here is an integer all the same (the ``handle`` of
 ``handles``), so the capsules hold real C function pointers (``ctypes`` callbacks) that do
 what mpi4py's do: ``_New`` makes the object of a handle, ``_Get`` returns the address of
-memory holding the object's handle. A status is its memory: Open MPI's 24-byte
+memory holding the object's handle, which C code may also write (``_addressof``). A status is its memory: Open MPI's 24-byte
 ``MPI_Status``, which ``Status.tomemory`` exposes, so its address is real and a C reader
 sees the fields.
 """
@@ -47,21 +47,92 @@ def _status_address(status: Status) -> int:
 def _addressof(arg) -> int:
     """Return the address of memory holding the object's handle value.
 
-    It is what a C program sees of an ``MPI_Comm`` variable: reading it gives the handle
-    (``_handleof``); writing it changes nothing here (pyopenib's objects do not live in
-    that memory). A status's address is that of its own fields."""
+    It is what a C program sees of an ``MPI_Comm`` variable, and what ``PyMPIComm_Get``
+    returns: reading it gives the handle (``_handleof``), writing a handle there makes
+    the object that handle's, as mpi4py's objects are their ``MPI_Xxx`` field
+    (``_HandleCell``). A status's address is that of its own fields."""
     if isinstance(arg, Status):
         return _status_address(arg)
     _sizeof(type(arg))
     cell = _CELLS.get(id(arg))
     if cell is None:
-        cell = _CELLS[id(arg)] = ctypes.c_uint64()
+        cell = _CELLS[id(arg)] = _HandleCell(arg)
         weakref.finalize(arg, _CELLS.pop, id(arg), None)
-    cell.value = arg.handle
-    return ctypes.addressof(cell)
+    return ctypes.addressof(cell.memory)
 
 
-_CELLS: dict[int, ctypes.c_uint64] = {}
+class _HandleCell:
+    """The C memory that backs one object's handle once ``_addressof`` was asked for it.
+
+    pyopenib's objects keep their state in a slot (``Comm._s``, ``Datatype._h``...), read
+    on every call: keeping it in C memory instead would cost every read of every object
+    a ctypes access (~470 ns), for the few objects whose address a program ever takes.
+    So the state stays in the slot and the first ``_addressof`` on an object of a class
+    puts ``_CellBacked`` in front of that class's slot: a read looks for the object's
+    cell and, when C code wrote a handle there since (``memory`` is not ``seen``), takes
+    that handle's state into the slot first; a write puts the new state's handle into
+    the memory. Classes whose objects never had their address taken keep their plain
+    slot and pay nothing."""
+
+    __slots__ = ("memory", "seen")
+
+    def __init__(self, obj):
+        _CellBacked.engage(type(obj))
+        self.memory = ctypes.c_uint64(obj.handle)
+        self.seen = self.memory.value
+
+
+_CELLS: dict[int, _HandleCell] = {}
+_CELLS_GET = _CELLS.get
+
+
+class _CellBacked:
+    """A handle class's state slot as seen once some object of it is backed by C memory
+    (``_HandleCell``): the slot's own descriptor, behind a look at the object's cell.
+    A read costs ~0.4 us more than the bare slot's (a Python-level descriptor call; a
+    ``property`` measured the same), so an 8-byte Send/Recv ping-pong, which reads the
+    ``Comm`` and ``Datatype`` slots twice per message, takes ~7-12 % more CPU once a
+    program took the address of a communicator and a datatype."""
+
+    __slots__ = ("klass", "name", "_slot_get", "_slot_set", "_slot_delete")
+
+    def __init__(self, klass: type, name: str, slot):
+        self.klass = klass
+        self.name = name
+        self._slot_get = slot.__get__
+        self._slot_set = slot.__set__
+        self._slot_delete = slot.__delete__
+
+    @staticmethod
+    def engage(cls: type) -> None:
+        """Put a ``_CellBacked`` in front of the state slot of ``cls``'s handle class
+        (the first of its MRO to declare a slot other than ``__weakref__``)."""
+        for klass in reversed(cls.__mro__):
+            names = [n for n in klass.__dict__.get("__slots__", ()) if n != "__weakref__"]
+            if names and _is_ours(klass):
+                slot = klass.__dict__[names[0]]
+                if not isinstance(slot, _CellBacked):
+                    setattr(klass, names[0], _CellBacked(klass, names[0], slot))
+                return
+
+    def __get__(self, obj, owner=None):
+        cell = _CELLS_GET(id(obj))
+        if cell is not None and cell.memory.value != cell.seen:
+            self._take(obj, cell)  # C code wrote another handle there
+        return self._slot_get(obj, owner)
+
+    def _take(self, obj, cell: _HandleCell) -> None:
+        handle = cell.seen = cell.memory.value
+        self._slot_set(obj, self._slot_get(type(obj).fromhandle(handle)))
+
+    def __set__(self, obj, value) -> None:
+        self._slot_set(obj, value)
+        cell = _CELLS_GET(id(obj))
+        if cell is not None:
+            cell.memory.value = cell.seen = obj.handle
+
+    def __delete__(self, obj) -> None:
+        self._slot_delete(obj)
 
 
 def _handleof(arg) -> int:

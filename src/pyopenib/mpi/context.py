@@ -66,6 +66,7 @@ class RankContext:
         self.appnum = 0  # MPI_APPNUM: which command of its job's spawn the rank runs
         self.parent = None  # a spawned rank's intercommunicator to its parents (Get_parent)
         self.at_exit: list = []  # run in the rank when its program ends (``atexit`` per rank)
+        self.threads = None  # the rank's RankThreads once it made a thread (rank_threads)
 
     @property
     def pml(self):
@@ -79,6 +80,8 @@ class RankContext:
         if self.pml.progress() == 0:
             self.sim.sleep(idle_ps)
             return False
+        if self.threads is not None:  # it may have ended another thread's wait
+            self.threads.after_pass()
         return True
 
     def wait_request(self, preq, call) -> None:
@@ -88,6 +91,9 @@ class RankContext:
             return
         if _get_ident() != self._main_ident:  # ``pml``'s check, inlined on the hot path
             raise self.thread_support.forbidden()
+        if self.threads is not None:
+            self.threads.progress_until(lambda: preq.complete, call, True)
+            return
         pml = self._pml
         outer = self.blocked_in
         if outer is None:
@@ -118,6 +124,8 @@ class RankContext:
         every pass) and of ``wait_matched`` (``test()`` not None ends it, tested only
         after a pass that handled something); returns the last ``test()``."""
         pml = self.pml
+        if self.threads is not None:
+            return self.threads.progress_until(test, call, after_idle)
         outer = self.blocked_in
         if outer is None:
             self.blocked_in = call

@@ -4,9 +4,12 @@ Each rank runs the program as a process would: in a ``__main__`` module of its o
 own copies of the program's modules (``isolation``). For the job's duration ``mpi4py`` and
 its submodules are pyopenib's (``package``), ``sys.stdout`` and ``sys.stderr`` forward
 per-rank lines, ``sys.argv`` is ``[program, *argv]`` and the program's directory leads
-``sys.path``; all are restored afterwards. Only the simulator's thread may call MPI
-(``threads``: the job provides ``MPI_THREAD_FUNNELED``). A rank's blocking socket call
-waits in simulated time (``sockets``).
+``sys.path``; all are restored afterwards. A rank's Python threads are simulator
+processes of the rank (``coop_threading``, ``rank_threads``: the job provides
+``MPI_THREAD_MULTIPLE``); a program's main thread that ends joins its non-daemon threads
+first, as CPython's does. A rank's blocking socket call waits in simulated time
+(``sockets``), and its ``time`` module's clocks and ``sleep`` are simulated time's
+(``simtime``).
 
 ``MPI_Comm_spawn`` adds a job to the run (``_Job.spawn``): its ranks get the next process
 indices, BTL modules from ``add_btls`` (each on a node of its own, on the same fabric),
@@ -42,7 +45,7 @@ from greenlet import GreenletExit, getcurrent
 from ..errors import TOPICS, PyopenibError, TransportError, register_topics
 from ..pml import Pml, describe
 from ..sim import PS_PER_S, Simulator
-from . import context, package, sockets, startup, threads
+from . import context, coop_threading, package, rank_threads, simtime, sockets, startup, threads
 from .comm import CommState
 from .context import JobAborted, RankContext
 from .isolation import ModuleSpace, RankModules
@@ -248,6 +251,8 @@ class _Job:
                 self._end(
                     JobResult(exc.status, "failed", self.sim.now, rank), "mpi-rank-failed", ctx
                 )
+            if ctx.threads is not None:  # as CPython, before atexit (so before rc.finalize)
+                coop_threading.shutdown(ctx)
             while ctx.at_exit:  # last registered first, as ``atexit`` runs them
                 ctx.at_exit.pop()()
             if startup.left_active(ctx):  # rc.finalize false, or Init without Finalize
@@ -257,35 +262,60 @@ class _Job:
             if all(self.finished):
                 self._end(JobResult(0, "ok", self.sim.now))
             ctx.blocked_in = "MPI_Finalize (finished, waiting for the other ranks)"
+            if ctx.threads is not None:  # daemon threads may still wait in MPI
+                ctx.threads.serve_forever(ctx.blocked_in)
             pml = ctx.pml
             while True:
                 if pml.progress() == 0:
                     pml.wait_for_activity()
         except (_JobOver, GreenletExit, KeyboardInterrupt):
             raise  # Ctrl-C stops the job, not one rank: `run` writes the trace and exits 130
-        except JobAborted as exc:
-            self._unless_over()
-            if self.result is None:
-                self.result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
-                self.err.write(
-                    TOPICS["mpi-abort"].format(
-                        rank=exc.rank, comm=exc.comm_name, code=exc.errorcode
-                    )
-                    + "\n"
-                )
-            self._over()
-        except TransportError as exc:
-            self._unless_over()
-            if self.result is None:
-                self.result = JobResult(EXIT_TRANSPORT, "transport", self.sim.now, rank)
-                self.err.write(
-                    TOPICS["mpi-transport-failed"].format(report=exc.report, rank=rank) + "\n"
-                )
-            self._over()
+        except (JobAborted, TransportError) as exc:
+            self._ended_by(exc, rank)
         except BaseException as exc:  # the program's own failure, reported like Python does
             self._unless_over()
             ctx.streams["stderr"].write("".join(_program_traceback(exc, ctx.program.path)))
             self._end(JobResult(1, "failed", self.sim.now, rank), "mpi-rank-failed", ctx)
+
+    def _ended_by(self, exc: JobAborted | TransportError, rank: int):
+        """``Abort`` or a fatal transport error in rank ``rank`` (its main thread or
+        another): mpirun's report, and the job is over."""
+        self._unless_over()
+        if self.result is None:
+            if isinstance(exc, JobAborted):
+                self.result = JobResult(exc.errorcode, "abort", self.sim.now, exc.rank)
+                text = TOPICS["mpi-abort"].format(
+                    rank=exc.rank, comm=exc.comm_name, code=exc.errorcode
+                )
+            else:
+                self.result = JobResult(EXIT_TRANSPORT, "transport", self.sim.now, rank)
+                text = TOPICS["mpi-transport-failed"].format(report=exc.report, rank=rank)
+            self.err.write(text + "\n")
+        self._over()
+
+    # -- a rank's threads -----------------------------------------------------------------
+    def start_thread(self, ctx, thread, function, args, kwargs) -> None:
+        """Start ``function(*args, **kwargs)`` as the rank thread ``thread`` of the rank
+        of ``ctx`` (``coop_threading``: ``threading.Thread.start`` in a rank)."""
+        name = f"rank{ctx.rank}.thread{thread.ident & 0xFFFFF}"
+        proc = self.sim.spawn(self._thread_main, ctx, thread, function, args, kwargs, name=name)
+        self.processes.append(proc)
+
+    def _thread_main(self, ctx, thread, function, args, kwargs) -> None:
+        glet = getcurrent()
+        thread.glet = glet
+        rank_threads.register(thread)
+        context.bind(glet, ctx)
+        self.space.enter(glet, ctx.modules)
+        try:
+            function(*args, **kwargs)  # threading's bootstrap: it reports the thread's errors
+            ctx.threads.yielding(thread)
+        except (_JobOver, GreenletExit, KeyboardInterrupt):
+            raise
+        except (JobAborted, TransportError) as exc:
+            self._ended_by(exc, ctx.rank)
+        finally:
+            thread.finished()
 
     def _unless_over(self) -> None:
         """A rank that ends after the job is over is being killed (``KILL_ATTEMPTS``): like
@@ -334,6 +364,8 @@ class _Job:
         for ctx in self.contexts:
             state = describe(ctx.blocked_in) if ctx.blocked_in else "running"
             lines.append(f"  rank {ctx.rank}: blocked in {state}")
+            if ctx.threads is not None:
+                lines.extend(ctx.threads.report_lines(describe))
             for req in ctx.pml.pending_requests():
                 lines.append(f"    pending request: {req.describe()}")
         return "\n".join(lines)
@@ -454,6 +486,8 @@ def run_job(
             package.Installed(space.keep_private),
             space,
             sockets.Cooperative(),
+            simtime.Installed(),
+            coop_threading.Cooperative(),
         ):
             support = threads.ThreadSupport()
             threads.activate(support)

@@ -84,13 +84,24 @@ def signature_line(name: str, attr) -> str | None:
     else, or a callable whose signature Python cannot tell."""
     if isinstance(attr, property):
         fget = attr.fget
-        result = inspect.signature(fget).return_annotation if fget is not None else None
+        if fget is None:
+            return name
+        if _plain(fget):
+            result = fget.__annotations__.get("return")
+            return name if result is None else f"{name}: {result}"
+        result = inspect.signature(fget).return_annotation
         if result in (None, inspect.Signature.empty):
             return name
         return f"{name}: {_bare(result)!r}"
     fn = attr.__func__ if isinstance(attr, classmethod | staticmethod) else attr
     if not isinstance(fn, types.FunctionType):
         return None
+    line = _plain_signature_line(name, fn)
+    return line if line is not None else _inspect_signature_line(name, fn)
+
+
+def _inspect_signature_line(name: str, fn: types.FunctionType) -> str:
+    """``signature_line`` of a function through ``inspect.signature``: the reference."""
     sig = inspect.signature(fn)
     sig = sig.replace(
         parameters=[p.replace(annotation=_bare(p.annotation)) for p in sig.parameters.values()],
@@ -99,14 +110,80 @@ def signature_line(name: str, attr) -> str | None:
     return f"{name}{sig}"
 
 
+def _plain(fn) -> bool:
+    """Whether ``inspect.signature(fn)`` is what ``fn``'s code object and string
+    annotations say (no ``__wrapped__`` or ``__signature__`` to follow)."""
+    if type(fn) is not types.FunctionType:
+        return False
+    if "__wrapped__" in fn.__dict__ or "__signature__" in fn.__dict__:
+        return False
+    return all(type(value) is str for value in fn.__annotations__.values())
+
+
+def _plain_signature_line(name: str, fn: types.FunctionType) -> str | None:
+    """``signature_line`` of a plain function read off its code object, as
+    ``inspect.Signature`` would print it (``/`` and ``*`` separators, ``a: T = d``
+    against ``a=d``): every public method of the MPI classes gets one at import, and
+    ``inspect.signature`` costs ~60 us each (a tenth of ``pyopenib run``'s start-up).
+    ``None`` when ``inspect`` would look further than the code object (``__wrapped__``,
+    ``__signature__``) or an annotation is not a string (``formatannotation`` then
+    decides): the caller asks ``inspect``. ``tests/mpi/test_signature_lines.py`` holds
+    the two equal over every class and function of the namespace."""
+    if not _plain(fn):
+        return None
+    annotations = fn.__annotations__
+    code = fn.__code__
+    names = code.co_varnames
+    npos = code.co_argcount
+    nposonly = code.co_posonlyargcount
+    nkw = code.co_kwonlyargcount
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    first_default = npos - len(defaults)
+    parts = []
+
+    def param(pname: str, has_default: bool, default) -> str:
+        text = pname
+        annotation = annotations.get(pname)
+        if annotation is not None:
+            text = f"{text}: {annotation}"
+            if has_default:
+                text = f"{text} = {default!r}"
+        elif has_default:
+            text = f"{text}={default!r}"
+        return text
+
+    for i in range(npos):
+        has = i >= first_default
+        parts.append(param(names[i], has, defaults[i - first_default] if has else None))
+        if i == nposonly - 1:
+            parts.append("/")
+    at = npos + nkw
+    if code.co_flags & inspect.CO_VARARGS:
+        parts.append("*" + param(names[at], False, None))
+        at += 1
+    elif nkw:
+        parts.append("*")
+    for i in range(npos, npos + nkw):
+        pname = names[i]
+        parts.append(param(pname, pname in kwdefaults, kwdefaults.get(pname)))
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        parts.append("**" + param(names[at], False, None))
+    line = f"{name}({', '.join(parts)})"
+    result = annotations.get("return")
+    return line if result is None else f"{line} -> {result}"
+
+
 def embed_signature(name: str, attr) -> None:
     """Make ``attr``'s docstring read as mpi4py's do in ``help()``: the signature line,
     a blank line, then the docstring (its own indentation removed). Done once per
     function or property, however many names or jobs it is reached by."""
     target = attr.__func__ if isinstance(attr, classmethod | staticmethod) else attr
     doc = attr.__doc__
+    if not doc or not isinstance(target, types.FunctionType | property) or target in _EMBEDDED:
+        return
     line = signature_line(name, attr)
-    if not doc or line is None or target in _EMBEDDED:
+    if line is None:
         return
     target.__doc__ = f"{line}\n\n{inspect.cleandoc(doc)}"
     _EMBEDDED.add(target)  # an alias (``cancel = Cancel``) keeps the first name's line

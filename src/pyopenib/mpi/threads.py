@@ -1,18 +1,23 @@
-"""The thread level a job provides, and the error a call from a forbidden thread raises.
+"""The thread level a job provides, and the error a call from a thread outside the job raises.
 
-pyopenib's ranks are greenlets of the one OS thread that runs the simulator. An MPI call
-that waits (``Recv``, ``Wait``, a collective) sleeps in simulated time by switching to the
-simulator's loop, and a greenlet can only switch to greenlets of its own thread; a call
-that does not wait still changes the rank's PML and BTL state, which the simulator's thread
-is changing at the same time. So only that thread may call MPI: the job provides
-``MPI_THREAD_FUNNELED``, and ``Init_thread``/``Query_thread`` say so. A program's other
-threads may run Python code (and ``Query_thread``/``Is_thread_main``, which MPI allows
-from any thread); an MPI call from one raises ``ThreadLevelError`` naming the call and
-the level, before it touches anything.
+pyopenib's ranks are greenlets of the one OS thread that runs the simulator, and so are
+the threads a rank starts with ``threading`` (``coop_threading``, ``rank_threads``): each
+runs until it blocks, and blocks in simulated time, in MPI (the rank's threads share its
+progress as Open MPI's do) or on a lock, event, condition or queue. So any thread of a
+rank may call MPI at any time: the job provides ``MPI_THREAD_MULTIPLE``, and
+``Init_thread``/``Query_thread`` say so. ``Is_thread_main`` is true in a rank's main
+thread only.
+
+An OS thread is outside the simulation (one started with ``_thread.start_new_thread``, by
+a C library, or by the host): an MPI call from one would change a rank's PML and BTL
+state while the simulator's thread does. It raises ``ThreadLevelError`` naming the call,
+before it touches anything (``Query_thread``/``Is_thread_main`` excepted, which MPI
+allows from any thread).
 
 The level requested comes from the rank's ``mpi4py.rc`` as mpi4py reads it at
 initialisation (``startup``): ``rc.threads`` false means ``MPI_Init`` (``THREAD_SINGLE``),
-otherwise ``rc.thread_level``; ``Init_thread``/``Query_thread`` live there too.
+otherwise ``rc.thread_level``; ``Init_thread``/``Query_thread`` live there too. As in
+Open MPI, a level below ``MULTIPLE`` is the program's promise and is not checked.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ __all__ = [
 ]
 
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = range(4)
-SUPPORTED = THREAD_FUNNELED
+SUPPORTED = THREAD_MULTIPLE
 """The highest level a job can honour (see the module docstring)."""
 
 LEVEL_NAMES = {
@@ -45,6 +50,7 @@ LEVEL_NAMES = {
 }
 _ERR_OTHER = ERROR_CLASSES["ERR_OTHER"][0]
 _MPI_DIR = __file__.rpartition("/")[0] + "/"
+_get_ident = threading.get_ident  # the OS thread's (coop_threading patches the module's)
 
 
 _ROUTING_WRAPPER = "_routed.<locals>.method"
@@ -70,7 +76,7 @@ def _call_name(frame) -> str:
 
 
 class ThreadLevelError(Exception):
-    """An MPI call from a thread the provided level forbids (error class ``MPI_ERR_OTHER``,
+    """An MPI call from an OS thread outside the simulation (error class ``MPI_ERR_OTHER``,
     as Open MPI has no class of its own for it); ``str()`` names the call, the thread and
     the level."""
 
@@ -83,8 +89,8 @@ class ThreadLevelError(Exception):
     def __str__(self) -> str:
         return (
             f"{self.call} called from thread {self.thread_name!r}, but MPI provides "
-            f"{LEVEL_NAMES[self.provided]}: only the main thread may call MPI (pyopenib's "
-            "ranks are greenlets of the thread that runs the simulator)"
+            f"{LEVEL_NAMES[self.provided]} to a rank's threads only: this is an OS thread "
+            "outside the simulation (start it with threading.Thread in the rank)"
         )
 
     def __repr__(self) -> str:
@@ -92,17 +98,17 @@ class ThreadLevelError(Exception):
 
 
 class ThreadSupport:
-    """One job's thread rules: the simulator's thread (the only one that may call MPI)
-    and the level provided, which each rank's initialisation sets (``startup``: the
+    """One job's thread rules: the simulator's OS thread (the only one whose greenlets,
+    the ranks and their threads, may call MPI) and the level provided, which each rank's initialisation sets (``startup``: the
     level its ``rc`` asks for, capped at ``SUPPORTED``)."""
 
     def __init__(self):
-        self.main_ident = threading.get_ident()
+        self.main_ident = _get_ident()
         self.main_name = threading.current_thread().name
         self.provided = SUPPORTED
 
     def forbidden(self) -> ThreadLevelError:
-        """The error for a call from the current (non-main) thread, naming the MPI call
+        """The error for a call from the current OS thread (not the simulator's), naming the MPI call
         from the outermost frame of pyopenib's MPI layer on the stack."""
         frame = sys._getframe(1)
         call = None
@@ -139,5 +145,11 @@ def active() -> ThreadSupport:
 
 
 def Is_thread_main() -> bool:  # noqa: N802
-    """Indicate whether this thread called ``Init`` (the simulator's thread)."""
-    return threading.get_ident() == active().main_ident
+    """Indicate whether this thread called ``Init``: a rank's main thread."""
+    from .rank_threads import running  # rank_threads sits above context, which imports us
+
+    support = active()
+    thread = running()
+    if thread is None:  # the host's code on the simulator's thread, or an OS thread
+        return _get_ident() == support.main_ident
+    return thread.is_main

@@ -14,10 +14,11 @@ Send-immediate: an eager MATCH fragment first tries the BTL's ``sendi`` (ob1's
 ``send_inline`` / ``send_request_start_copy``), which sends at once or refuses; only a
 refusal takes the regular ``send``, which may queue.
 
-Priority: every PML message (MATCH, RNDV, ACK, FIN) goes to the BTL as high priority,
-as ob1 flags them ``MCA_BTL_DES_FLAGS_PRIORITY``; that is what lets the openib BTL carry
-them on an eager-RDMA ring once a peer is frequent enough. The bulk of a rendezvous
-travels by RDMA write and has no priority to give.
+Priority: every PML control message (MATCH, RNDV, ACK, FIN, PUT, PUT_FIN) goes to the
+BTL as high priority, as ob1 flags them ``MCA_BTL_DES_FLAGS_PRIORITY``; that is what lets
+the openib BTL carry them on an eager-RDMA ring once a peer is frequent enough. The bulk
+of a rendezvous travels by RDMA write, or (without leave_pinned) by copy-in/out FRAGs
+at normal priority and the RDMA pipeline: ``pipeline.py`` says which message takes which.
 """
 
 from __future__ import annotations
@@ -27,8 +28,26 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .header import ACK, ACK_HDR, BTL_TAG_PML, FIN, ID_HDR, MATCH, MATCH_HDR, RNDV, RNDV_HDR
+from ..btl.interface import RendezvousLimits
+from .header import (
+    ACK,
+    ACK_HDR,
+    BTL_TAG_PML,
+    FIN,
+    FLAG_CONTIG,
+    FLAG_NORDMA,
+    FLAG_PIN,
+    FRAG,
+    ID_HDR,
+    MATCH,
+    MATCH_HDR,
+    PUT,
+    PUT_FIN,
+    RNDV,
+    RNDV_HDR,
+)
 from .osc import Combine, OscModule
+from .pipeline import RendezvousPaths, copy_offset, sender_pins
 from .request import ANY_SOURCE, ANY_TAG, EAGER_SENT, PmlRequest, RecvRequest, SendRequest
 
 __all__ = ["Pml"]
@@ -37,9 +56,9 @@ __all__ = ["Pml"]
 class _Unexpected:
     """A matching fragment that found no posted receive (payload copied out of the BTL)."""
 
-    __slots__ = ("peer", "source", "tag", "kind", "payload", "total", "send_id")
+    __slots__ = ("peer", "source", "tag", "kind", "payload", "total", "send_id", "flags")
 
-    def __init__(self, peer, source, tag, kind, payload, total, send_id):
+    def __init__(self, peer, source, tag, kind, payload, total, send_id, flags=0):
         self.peer = peer
         self.source = source
         self.tag = tag
@@ -47,6 +66,8 @@ class _Unexpected:
         self.payload = payload
         self.total = total
         self.send_id = send_id
+        self.flags = flags
+        """A RNDV's header flags (``FLAG_PIN``: the sender registered its buffer)."""
 
 
 _MATCH_LEN = MATCH_HDR.size
@@ -91,6 +112,8 @@ class Pml:
         # the PML adds nothing to it (see ``wait_for_activity`` below for what it does)
         self.wait_for_activity = btl.wait_for_activity
         self._progress_hooks: list = []
+        self._rendezvous_limits: dict[int, RendezvousLimits | None] = {}
+        self._paths = RendezvousPaths(self, self._live)
         btl.register_recv(BTL_TAG_PML, self._on_message)
 
     def _limits(self, peer: int) -> tuple[int, int, int]:
@@ -101,6 +124,17 @@ class Pml:
             limits = (eager - _MATCH_LEN, max(0, min(rndv, eager) - _RNDV_LEN), frag)
             self._peer_limits[peer] = limits
         return limits
+
+    def frag_size(self, peer: int) -> int:
+        """The largest fragment (header included) of a pipelined send to ``peer``."""
+        return self._frag if self._btl_limits is None else self._limits(peer)[2]
+
+    def rendezvous_limits(self, peer: int) -> RendezvousLimits | None:
+        """How a rendezvous to or from ``peer`` may travel (``BtlModule.rendezvous_limits``)."""
+        cache = self._rendezvous_limits
+        if peer not in cache:
+            cache[peer] = self.btl.rendezvous_limits(peer)
+        return cache[peer]
 
     def eager_payload(self, peer: int) -> int:
         """The largest payload ``isend`` sends eagerly to ``peer`` (its BTL's eager limit
@@ -158,9 +192,13 @@ class Pml:
         # Open MPI's btl/self moves any size in one step; the openib path sends an RTS.
         rts_payload = self._rts_payload if self._btl_limits is None else self._limits(peer)[1]
         first = n if to_self else min(n, rts_payload)
+        req.pending = n - first
         host.spend(host.mpi_call + host.btl_send + host.copy(first))
-        hdr = RNDV_HDR.pack(RNDV, ctx, source, tag, seq, n, req.id)
-        self._send_control(peer, b"".join((hdr, data[:first])))
+        flags = FLAG_CONTIG
+        if to_self or sender_pins(self.rendezvous_limits(peer), n):
+            flags |= FLAG_PIN
+        hdr = RNDV_HDR.pack(RNDV, flags, ctx, source, tag, seq, n, req.id)
+        self.send_control(peer, b"".join((hdr, data[:first])))
         return req
 
     # -- receiving ----------------------------------------------------------------------
@@ -284,6 +322,12 @@ class Pml:
         one in ``__init__``, so the wait costs no call of the PML's own.)"""
         self.btl.wait_for_activity()
 
+    def wake(self) -> None:
+        """End a ``wait_for_activity`` of the process early: another of its threads
+        queued work only a progress pass handles (a message to itself), as Open MPI's
+        ``wait_sync`` signals the thread that waits."""
+        self.btl.wake()
+
     def one_sided(self, ops: Mapping[str, Combine]) -> OscModule:
         """This process's one-sided (osc) component over the BTL the PML runs on: Open
         MPI's osc/rdma takes its put/get/atomics from the same BTL modules as ob1. One
@@ -317,11 +361,19 @@ class Pml:
                     del self._cant_match[key]
             expected_seq[key] = expected
         elif kind == ACK:
-            _, send_id, recv_id, key, offset = ACK_HDR.unpack_from(view)
-            self._on_ack(self._live[send_id], recv_id, key, offset)
+            _, flags, send_id, recv_id, key, offset = ACK_HDR.unpack_from(view)
+            req = self._live[send_id]
+            if key or offset >= len(req.data):
+                self._on_ack(req, recv_id, key, offset)
+            else:  # no registration: the rest by copy in/out (and the RDMA pipeline's PUTs)
+                req.recv_id = recv_id
+                limits = self.rendezvous_limits(peer)
+                self._paths.start_copy(req, offset, bool(flags & FLAG_NORDMA), limits)
         elif kind == FIN:
             _, recv_id = ID_HDR.unpack_from(view)
             self._on_fin(self._live[recv_id])
+        elif kind == FRAG or kind == PUT or kind == PUT_FIN:
+            self._paths.on_message(kind, view)
         else:
             raise ValueError(f"PML received unknown header type {kind} from rank {peer}")
 
@@ -354,15 +406,17 @@ class Pml:
 
     @staticmethod
     def _rndv_frag(peer, source, tag, view, copy: bool) -> _Unexpected:
-        total, send_id = RNDV_HDR.unpack_from(view)[5:]
+        _, flags, _, _, _, _, total, send_id = RNDV_HDR.unpack_from(view)
         payload = view[_RNDV_LEN:]
         return _Unexpected(
-            peer, source, tag, RNDV, bytes(payload) if copy else payload, total, send_id
+            peer, source, tag, RNDV, bytes(payload) if copy else payload, total, send_id, flags
         )
 
     def _deliver(self, req: RecvRequest, peer: int, frag: _Unexpected) -> None:
         """A receive matched an RTS: copy its first fragment, then ACK (and wait for the
-        RDMA writes and the FIN, unless the RTS carried everything)."""
+        rest, unless the RTS carried everything): with a key when both buffers are
+        registered (RDMA writes, then one FIN), else with the offset where copy in/out
+        starts, the RDMA pipeline asking for the bytes before it (``pipeline.py``)."""
         req.source = frag.source
         req.tag = frag.tag
         host = self._host
@@ -387,14 +441,40 @@ class Pml:
         if first == total:
             if target is not buf and buf is not None:
                 buf[:] = target[: len(buf)]
-            self._send_control(peer, ACK_HDR.pack(ACK, frag.send_id, 0, 0, total))
+            self.send_control(peer, ACK_HDR.pack(ACK, 0, frag.send_id, 0, 0, total))
             self._done(req)
             return
         req._target = target
-        req._handle = handle = self.btl.register_memory(target)
-        self._send_control(peer, ACK_HDR.pack(ACK, frag.send_id, req.id, handle.key, first))
+        limits = self.rendezvous_limits(peer)
+        # the sender registered, and so does the receiver by the same rule, its buffer
+        # whole (``mca_pml_ob1_rdma_btls`` on ``req_bytes_packed``)
+        if frag.flags & FLAG_PIN and sender_pins(limits, total if buf is None else len(buf)):
+            req._handle = handle = self.btl.register_memory(target)
+            ack = ACK_HDR.pack(ACK, 0, frag.send_id, req.id, handle.key, first)
+            self.send_control(peer, ack)
+            return
+        req.pending = total - first
+        copy_from = copy_offset(limits, total, first)
+        if copy_from < total:  # ob1 sends no ACK when nothing goes by copy in/out
+            flags = FLAG_NORDMA if copy_from == first else 0
+            ack = ACK_HDR.pack(ACK, flags, frag.send_id, req.id, 0, copy_from)
+            self.send_control(peer, ack)
+        self._paths.start_pipeline(req, peer, frag.send_id, first, copy_from, limits)
 
-    def _send_control(self, peer: int, msg: bytes) -> None:
+    def complete_send(self, req: SendRequest) -> None:
+        """Every byte of a copy-in/out or pipelined send is delivered."""
+        self._done(req)
+
+    def complete_recv(self, req: RecvRequest) -> None:
+        """Every byte of a copy-in/out or pipelined receive is in place."""
+        target = req._target
+        req._target = None
+        if req.buffer is not None and target is not req.buffer:
+            req.buffer[:] = target[: len(req.buffer)]
+        self._done(req)
+
+    def send_control(self, peer: int, msg: bytes) -> None:
+        """Send a PML control message to ``peer`` (to itself through the self queue)."""
         if peer == self.rank:
             self._self_queue.append(msg)
         else:
@@ -426,17 +506,13 @@ class Pml:
         req._handle = None
         host = self._host
         host.owed += host.btl_send  # the FIN's descriptor
-        self._send_control(req.peer, ID_HDR.pack(FIN, req.recv_id))
+        self.send_control(req.peer, ID_HDR.pack(FIN, req.recv_id))
         self._done(req)
 
     def _on_fin(self, req: RecvRequest) -> None:
-        target = req._target
-        req._target = None
         self.btl.deregister_memory(req._handle)  # the sender's writes are all in
         req._handle = None
-        if req.buffer is not None and target is not req.buffer:
-            req.buffer[:] = target[: len(req.buffer)]
-        self._done(req)
+        self.complete_recv(req)
 
 
 def _fill_eager(req: RecvRequest, source: int, tag: int, payload) -> None:

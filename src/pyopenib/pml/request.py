@@ -33,7 +33,7 @@ class SendRequest(PmlRequest):
     (every synchronous send is one) when the receiver's ACK says all data is there or the
     last RDMA write completed."""
 
-    __slots__ = ("peer", "data", "puts_left", "recv_id", "_handle")
+    __slots__ = ("peer", "data", "puts_left", "recv_id", "pending", "copy", "_handle")
 
     def __init__(self, req_id, label, peer: int, data, complete: bool = False):
         self.id = req_id
@@ -44,6 +44,10 @@ class SendRequest(PmlRequest):
         self.data = data
         self.puts_left = 0
         self.recv_id = 0
+        self.pending = 0
+        """Bytes after the RTS not yet delivered by copy in/out or the RDMA pipeline."""
+        self.copy = None
+        """The copy-in/out range once the ACK asked for one (``pipeline.CopyInOut``)."""
         self._handle = None
 
 
@@ -64,6 +68,8 @@ class RecvRequest(PmlRequest):
         "sent",
         "truncated",
         "data",
+        "pending",
+        "pipeline",
         "_target",
         "_handle",
     )
@@ -83,6 +89,10 @@ class RecvRequest(PmlRequest):
         self.sent = 0
         self.truncated = False
         self.data = None
+        self.pending = 0
+        """Bytes still expected by copy in/out or the RDMA pipeline."""
+        self.pipeline = None
+        """The RDMA-pipeline schedule while one runs (``pipeline.RdmaPipeline``)."""
         self._target = None
         self._handle = None
 

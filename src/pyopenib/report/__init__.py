@@ -7,14 +7,41 @@ events leave implicit (which QP is whose peer, which send was a credit message) 
 inferred in ``messages`` and said so in its docstring.
 """
 
-from .bench_plots import plot_osu, write_bench_plots
-from .bench_tables import osu_table, policy_table, wall_table
-from .export import TRACE_FORMATS, write_trace
-from .jsonl import read_jsonl, write_jsonl
-from .messages import Message, find_messages, qp_peers
-from .perfetto import to_perfetto, write_perfetto
-from .sequence import draw_sequence, write_sequence_diagram
-from .window import INTERESTING_KINDS, default_window, first_failure
+from importlib import import_module
+
+_HOME = {
+    "plot_osu": "bench_plots",
+    "write_bench_plots": "bench_plots",
+    "osu_table": "bench_tables",
+    "policy_table": "bench_tables",
+    "wall_table": "bench_tables",
+    "TRACE_FORMATS": "export",
+    "write_trace": "export",
+    "read_jsonl": "jsonl",
+    "write_jsonl": "jsonl",
+    "Message": "messages",
+    "find_messages": "messages",
+    "qp_peers": "messages",
+    "to_perfetto": "perfetto",
+    "write_perfetto": "perfetto",
+    "draw_sequence": "sequence",
+    "write_sequence_diagram": "sequence",
+    "INTERESTING_KINDS": "window",
+    "default_window": "window",
+    "first_failure": "window",
+}
+"""Each public name and the module that defines it, imported on first use (PEP 562):
+``pyopenib run --trace`` needs the exporters, not the bench tables (rich) and plots."""
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "write_trace",

@@ -33,9 +33,16 @@ class Oracle:
 
     ``ties``: a ``TieControl`` when same-instant events of different objects are choice
     points too (an explorer's oracle); ``None`` keeps the kernel's scheduling order and
-    its fast loop."""
+    its fast loop.
+
+    ``plain``: the oracle only answers choice points and observes nothing else of the
+    run (no tie control, no trail, no window over pending events), so the kernel may run
+    exact fast paths that change how many heap entries a run takes but not what runs,
+    when, or which choice points are asked (``Simulator`` folds sleeps). False for any
+    other oracle, an explorer's included, unless it declares otherwise."""
 
     ties = None
+    plain = False
 
     def choose(self, label: str, n: int) -> int:
         raise NotImplementedError
@@ -47,6 +54,8 @@ class Oracle:
 
 class NominalOracle(Oracle):
     """Always the nominal option: the reference timing of every device model."""
+
+    plain = True
 
     def choose(self, label: str, n: int) -> int:
         return 0
@@ -65,6 +74,8 @@ class RandomOracle(Oracle):
     one), so a uniform draw, or a plain triangular one, would put the typical random
     run above the nominal one; this keeps ``nominal`` what a random run typically
     shows, with both ends reachable."""
+
+    plain = True
 
     def __init__(self, seed: int):
         self.seed = seed

@@ -16,6 +16,13 @@ Two ways to charge, so a layer never sleeps with its state half changed:
   at the next point where the rank does something the rest of the job can see (a
   receive re-post, going idle, returning from a progress pass).
 
+A rank with nothing to do busy-polls, as an MPI rank blocked in ``MPI_Recv`` or
+``MPI_Wait`` does: it runs progress passes of ``poll_empty`` each (opal_progress, the
+eager-RDMA ring checks, the CQ polls) and sees what arrived at the start of the pass
+after it arrived, not at the instant it lands. ``idle()`` marks when the passes began,
+``poll_phase()`` is the wait from a wake-up to that pass (the simulated rank sleeps
+while idle and is woken by the arrival; the phase puts it where the loop would be).
+
 ``FREE_HOST`` costs nothing: the default of a BTL that models no host (a rank's own
 model at ``--cpu-scale 0`` costs nothing the same way).
 """
@@ -44,6 +51,7 @@ class HostModel:
         "post_recv",
         "copy_setup",
         "_ps_per_byte",
+        "idle_since",
     )
 
     def __init__(self, sim, host, scale: float = 1.0):
@@ -63,6 +71,7 @@ class HostModel:
         self.post_recv = _scaled(host, "post_recv", scale)
         self.copy_setup = _scaled(host, "copy_setup", scale)
         self._ps_per_byte = 1e12 / host.copy_bytes_per_s * scale if scale else 0.0
+        self.idle_since = 0
 
     def copy(self, nbytes: int) -> int:
         """Picoseconds of one memcpy of ``nbytes`` (0 bytes: no copy, no cost)."""
@@ -81,6 +90,19 @@ class HostModel:
         if owed and self.sim.in_process():
             self.owed = 0
             self.sim.sleep(owed)
+
+    def idle(self) -> None:
+        """The rank found nothing and busy-polls from now on (its passes start now)."""
+        if self.poll_empty:
+            self.idle_since = self.sim.now
+
+    def poll_phase(self) -> int:
+        """Picoseconds from now, when something woke the idle rank, to the start of its
+        next progress pass: the pass that finds it (0 for a host without pass costs)."""
+        period = self.poll_empty
+        if not period:
+            return 0
+        return -(self.sim.now - self.idle_since) % period
 
     def spend(self, ps: int) -> None:
         """Spend ``ps`` (and anything owed) now."""
