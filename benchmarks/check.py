@@ -79,67 +79,42 @@ def measure(case: Case) -> dict:
         mca_pairs=[("btl_openib_receive_queues", QUEUES)],
     )
     start, cpu = time.perf_counter(), time.process_time()
+
+    def row(executions, classes, levels, verdict) -> dict:
+        return dict(
+            executions=executions,
+            classes=classes,
+            levels=levels,
+            verdict=verdict,
+            seconds=time.perf_counter() - start,
+            cpu=time.process_time() - cpu,
+        )
+
     if case.timing is None:
         res = explore_exhaustive(run, RACE_LABELS, case.bound, case.budget)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         found = res.counterexample is not None
-        verdict = "violated" if found else ("proved" if res.complete else "cut")
-        return dict(
-            executions=res.executions,
-            classes="-",
-            levels="-",
-            verdict=verdict,
-            seconds=seconds,
-            cpu=cpu,
+        return row(
+            res.executions, "-", "-", "violated" if found else ("proved" if res.complete else "cut")
         )
-    if case.timing is Timing.UNTIMED:
-        return _untimed(case, run, start, cpu)
+    if case.timing is Timing.UNTIMED and case.walks:
+        sample = sample_untimed(run, case.budget)
+        verdict = f"violated (walk {sample.failure[0]})" if sample.failure else "no failure"
+        return row(sample.runs, "-", "-", verdict)
+    if case.timing is Timing.UNTIMED:  # the scheduler's search: unbounded, no levels
+        res = explore_untimed(run, case.budget)
+        if res.violation is not None:
+            verdict = "violated"
+        else:
+            verdict = "proved (every order)" if res.complete else f"cut ({res.states} states)"
+        return row(res.executions + res.pruned, res.executions, "-", verdict)
     labels = RACE_LABELS | {TIE_LABEL} if case.race_labels else None
     res = explore(run, case.timing, case.bound, labels, case.budget)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if res.violation is not None:
         verdict = f"violated (level {res.violation.level})"
     else:
         verdict = "proved" if res.complete else "cut"
     levels = f"0..{res.levels_complete}" if res.levels_complete >= 0 else "none"
-    return dict(
-        executions=res.executions,
-        classes=res.classes,
-        levels=levels,
-        verdict=verdict,
-        seconds=seconds,
-        cpu=cpu,
-    )
-
-
-def _untimed(case: Case, run, start: float, cpu: float) -> dict:
-    """The scheduler's search (unbounded: "levels" is "-") or its random walks."""
-    if case.walks:
-        sample = sample_untimed(run, case.budget)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        verdict = f"violated (walk {sample.failure[0]})" if sample.failure else "no failure"
-        return dict(
-            executions=sample.runs,
-            classes="-",
-            levels="-",
-            verdict=verdict,
-            seconds=seconds,
-            cpu=cpu,
-        )
-    res = explore_untimed(run, case.budget)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    if res.violation is not None:
-        verdict = "violated"
-    else:
-        verdict = "proved (every order)" if res.complete else f"cut ({res.states} states)"
-    return dict(
-        executions=res.executions + res.pruned,
-        classes=res.executions,
-        levels="-",
-        verdict=verdict,
-        seconds=seconds,
-        cpu=cpu,
-    )
+    return row(res.executions, res.classes, levels, verdict)
 
 
 def main() -> None:

@@ -7,7 +7,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyopenib.check.untimed import explore_untimed
+from pyopenib.check.channels import channel_name
+from pyopenib.check.replay import ReplayToken, untimed_script, untimed_token
+from pyopenib.check.scenario_runs import scenario_runner
+from pyopenib.check.untimed import UntimedOracle, explore_untimed
 from pyopenib.cli import main
 from pyopenib.sim import NominalOracle, Simulator
 from pyopenib.sim.ties import receiver_of
@@ -166,3 +169,30 @@ def test_untimed_walks_show_the_connectx_hole_under_both_policies():
         assert r.exit_code == 1, r.output
         assert "COUNTEREXAMPLE: untimed walk" in r.output
         assert "RNR_RETRY_EXC_ERR" in r.output and "ran before recv_path" in r.output
+
+
+def test_an_untimed_token_carries_the_schedule_and_gives_it_back():
+    script = [(0, ()), (2, ()), (0, ()), (1, ())]
+    token = untimed_token({"workload": "x"}, script)
+    again = ReplayToken.decode(token.encode())
+    assert again.timing == "untimed"
+    assert untimed_script(again) == [(0, ()), (2, ()), (0, ()), (1, ())]
+    assert isinstance(again.oracle().ties, UntimedControl)
+
+
+def test_the_t3_channels_keep_the_hardware_fifos_and_a_nic_writes_to_the_host_in_order():
+    run = scenario_runner(
+        "bibw",
+        device="chelsio-t3",
+        credits_qp="own",
+        iterations=2,
+        mca_pairs=[("btl_openib_receive_queues", "P,128,4,2,2,2:P,65536,4,2,2,2")],
+    )
+    oracle = UntimedOracle()
+    ok, _ = run(oracle)
+    assert ok and oracle.frames
+    kinds = {channel_name(c).split()[0] for f in oracle.frames for c in f.names}
+    # T3: receives go through the QP's one work queue (no split receive path); CQE writes
+    # and WRITE payloads share the NIC's to-host channel
+    assert {"doorbell", "engine", "emit", "port", "arrival", "to_host"} <= kinds
+    assert "recv_path" not in kinds

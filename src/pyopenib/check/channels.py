@@ -10,8 +10,9 @@ when the hardware orders them:
 * ``("engine", Q)`` — the QP's work-queue engine: T3's single SQ/RQ FIFO (a receive entry
   waits behind the sends rung before it), or a split device's send engine. One step at
   a time, each started by the previous one.
-* ``("emit", Q)`` — a split device's message cutting, in posting order (``last_emit``),
-  overlapping the engine's next WQE.
+* ``("emit", Q)`` — cutting a send into packets once its payload is fetched, in posting
+  order (``last_emit``): on a split device it overlaps the engine's next WQE; on T3 the
+  engine waits for it (one of the two is pending at a time).
 * ``("recv_path", Q)`` — a split device's receive path: posted receives become usable in
   order (``last_ready``), independently of the send engine.
 * ``("responder", Q)`` — READ responses of a QP, in order.

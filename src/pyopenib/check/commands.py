@@ -389,14 +389,19 @@ def _timed_search(
     _counterexample(tgt, found, trace_out, timing.value)
 
 
-def _untimed_search(tgt, max_executions, time_budget, trace_out):
-    """``--timing untimed``: the unbounded depth-first search of ``check/untimed.py``
-    over the hardware's FIFO channels (sequential: ``--jobs`` does not apply)."""
+def _interruptible(search):
+    """``search()``, or exit 130 with one line at Ctrl-C (the searches run in-process)."""
     try:
-        res = explore_untimed(tgt.run, max_executions, time_budget)
+        return search()
     except KeyboardInterrupt:
         click.echo("pyopenib: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def _untimed_search(tgt, max_executions, time_budget, trace_out):
+    """``--timing untimed``: the unbounded depth-first search of ``check/untimed.py``
+    over the hardware's FIFO channels (sequential: ``--jobs`` does not apply)."""
+    res = _interruptible(lambda: explore_untimed(tgt.run, max_executions, time_budget))
     if res.violation is None:
         for line in untimed_verdict_lines(res):
             click.echo(line)
@@ -412,11 +417,7 @@ def _untimed_search(tgt, max_executions, time_budget, trace_out):
 def _untimed_sample(tgt, runs, seed, trace_out):
     """``--timing untimed`` without ``--exhaustive``: seeded random walks over the
     scheduler (a sample, never a proof)."""
-    try:
-        res = sample_untimed(tgt.run, runs, seed)
-    except KeyboardInterrupt:
-        click.echo("pyopenib: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    res = _interruptible(lambda: sample_untimed(tgt.run, runs, seed))
     if res.failure is None:
         click.echo(
             f"no failure in {res.runs} seeded random untimed walks ({seed}..{seed + runs - 1}): "
@@ -462,12 +463,7 @@ def _untimed_counterexample(tgt, script, trace_out, replayed_token: bool = False
         click.echo("  none: every sampled order fails from the first step (a rule, not a race)")
     else:
         click.echo(f"  {describe_step(replayed.frames, step)}")
-    for line in credit_story(tracer.events):
-        click.echo(f"  {line}")
-    if out.stall:
-        click.echo("where everything waits (each rank, then the BTL's stall report):")
-        for line in out.stall:
-            click.echo(f"  {line}")
+    _story(out, tracer)
     if not replayed_token:
         _print_replay(tgt, untimed_token(tgt.config, path))
     failed = _write(trace_out, tracer) if trace_out is not None else None
@@ -539,6 +535,11 @@ def _explain(tgt, answers, out, tracer, timing: str | None) -> None:
     click.echo("critical step (the first after which every continuation fails):")
     for line in critical.describe():
         click.echo(f"  {line}")
+    _story(out, tracer)
+
+
+def _story(out, tracer) -> None:
+    """The failure's credit story and, for a hang, where everything waits."""
     for line in credit_story(tracer.events):
         click.echo(f"  {line}")
     if out.stall:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from ..sim import Oracle, Tracer
 from ..sim.untimed import UntimedControl
 from .channels import channel_name, channel_of, is_timeout
+from .critical import first_deciding_prefix
 from .footprint import ANY, Footprints, event_object
 
 __all__ = [
@@ -394,16 +395,8 @@ def critical_step(run, script, samples: int = 6, seed: int = 0):
                 return False
         return True
 
-    lo, hi = 0, len(script)  # all_fail(hi) holds: the path itself fails
-    if all_fail(0):
-        return None, tests
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if all_fail(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi - 1, tests
+    p = first_deciding_prefix(all_fail, len(script))
+    return (None if p is None else p - 1), tests
 
 
 def describe_step(frames, k: int) -> str:
