@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "verbs"))
 from verbs_testbed import Pair, ns, toy_model  # noqa: E402
 
 from pyopenib.sim import Simulator, Tracer  # noqa: E402
-from pyopenib.verbs import SendWR, WrOpcode  # noqa: E402
+from pyopenib.verbs import SendFlags, SendWR, WrOpcode  # noqa: E402
 
 _RX = ns(700)
 _CQE = ns(90)
@@ -73,3 +73,33 @@ def test_a_send_checks_for_its_receive_on_arrival_not_after_processing():
     (arrived,) = [t for t, _, kind, _a, _f in tr.events if kind == "rnr_nak_sent"][:1]
     usable = [t for t, _, kind, _a, _f in tr.events if kind == "recv_usable"]
     assert arrived < usable[0] < arrived + ns(3000).nominal
+
+
+def _completion_times(opcode, **model) -> list[int]:
+    """When each side's CQ gets its completion for one signaled ``opcode`` of 8 bytes."""
+    p, _tr = _pair(**model)
+    p.post_recv(1, 1)
+    p.sim.run()
+    done = []
+    for side in (0, 1):
+        p.cq[side].req_notify(lambda side=side: done.append((side, p.sim.now)))
+    wr = SendWR(7, opcode, p.sge(0, 0, 8), SendFlags.SIGNALED)
+    wr.remote_addr, wr.rkey = p.mr[1].addr + 4096, p.mr[1].rkey
+    p.qp[0].post_send(wr)
+    p.sim.run()
+    return sorted(done)
+
+
+def test_moving_time_from_the_completion_to_the_processing_moves_no_completion():
+    """The requester's ACK and READ response pay ``rx`` before their completion, as the
+    responder's requests do: with ``rx + cqe`` fixed, a SEND's two completions come at
+    the same instants however it is split; a READ's only by the request's own processing
+    at the responder, which no completion covers."""
+    split = {"rx": _RX, "cqe": _CQE}
+    whole = {"rx": ns(0), "cqe": ns(_RX.nominal / 1000 + _CQE.nominal / 1000)}
+    sends = _completion_times(WrOpcode.SEND, **split)
+    assert len(sends) == 2  # the sender's and the receiver's
+    assert sends == _completion_times(WrOpcode.SEND, **whole)
+    ((_, read_split),) = _completion_times(WrOpcode.RDMA_READ, **split)
+    ((_, read_whole),) = _completion_times(WrOpcode.RDMA_READ, **whole)
+    assert read_split - read_whole == _RX.nominal

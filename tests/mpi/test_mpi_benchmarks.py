@@ -29,3 +29,11 @@ def test_pingpong_benchmark_moves_every_message_in_each_idiom(tmp_path):
 def test_alltoall_benchmark_checks_every_value_on_a_small_job():
     row = _load("alltoall").measure(4)
     assert row["ranks"] == 4 and row["peak_rss_mb"] > 0 and row["sim_us"] > 0
+
+
+def test_alltoall_census_names_what_a_connection_holds_after_the_job_and_at_its_peak():
+    held = _load("alltoall").measure(6, "--census-child")
+    assert held["pairs"] == 30 and held["events"] > 0
+    assert held["frag_buffers"] > 0 and held["traced_mb"] > 0 and held["by_site"]
+    # the peak snapshot is the sampler's when it caught one, else the after-job one
+    assert held["at_peak"] and held["sampled_peak_mb"] >= 0

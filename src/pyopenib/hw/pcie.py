@@ -54,7 +54,6 @@ class PcieBus:
         # completion with the data comes back; a write (NIC -> host) is posted, one way
         return start + (2 * latency if to_nic else latency)
 
-    def dma(self, nbytes: int, to_nic: bool) -> int:
-        """Delay from now until all ``nbytes`` of a transfer issued now have crossed."""
-        now = self.sim.now
-        return self.stream(nbytes, to_nic, now) + int(nbytes * self.ps_per_byte) - now
+    def crossed(self, nbytes: int, to_nic: bool, at: int) -> int:
+        """The absolute time all ``nbytes`` of a transfer issued at ``at`` have crossed."""
+        return self.stream(nbytes, to_nic, at) + int(nbytes * self.ps_per_byte)

@@ -37,7 +37,7 @@ _ERROR = QpState.ERROR
 class Requester:
     """The requester half of the NIC's RC transport (every QP's)."""
 
-    __slots__ = ("nic", "sim", "fabric", "memory", "pcie", "port")
+    __slots__ = ("nic", "sim", "fabric", "memory", "pcie", "port", "rx")
 
     def __init__(self, nic):
         self.nic = nic
@@ -46,6 +46,16 @@ class Requester:
         self.memory = nic.memory
         self.pcie = nic.pcie
         self.port = nic.port
+        self.rx = nic.model.rx
+        """The NIC's inbound processing of an answer (ACK, READ response) before its
+        effect reaches host memory: the same receive path a request takes at the
+        responder (``Responder.rx``), so a send's completion comes ``rx`` + ``cqe``
+        after its ACK arrives."""
+
+    def _processing(self) -> int:
+        rx = self.rx
+        sim = self.sim
+        return rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2])
 
     def rx_read_resp(self, qp: HwQp, pkt: Packet) -> None:
         req = qp.req
@@ -53,9 +63,9 @@ class Requester:
             return  # a gap inside the response: the transport timer re-issues the READ
         req.resp_msn = pkt.msn
         req.resp_next = pkt.psn + 1
-        # each response packet is written to host memory as it arrives (cut-through)
+        # each response packet is written to host memory once processed (cut-through)
         now = self.sim.now
-        end = now + self.pcie.dma(pkt.nbytes, False)
+        end = self.pcie.crossed(pkt.nbytes, False, now + self._processing())
         if end < req.dma_end:
             end = req.dma_end  # posted writes land in order
         req.dma_end = end
@@ -85,7 +95,7 @@ class Requester:
                 break
             if msg.wr.opcode != _READ:
                 msg.acked = True
-        self._retire(qp, 0)
+        self._retire(qp, None)
 
     def rx_error_nak(self, qp: HwQp, pkt: Packet) -> None:
         """NAK_ACCESS / NAK_INVALID: the NAKed WR completes in error, the QP fails."""
@@ -94,9 +104,11 @@ class Requester:
         if msg is not None:
             self.nic.fail_send(qp, msg.wr, status, pkt.reason)
 
-    def _retire(self, qp: HwQp, extra_delay: int) -> None:
+    def _retire(self, qp: HwQp, extra_delay: int | None) -> None:
         """Complete acknowledged messages in order (signaled ones produce a CQE, and
-        return the send-queue slots of the unsignaled ones before them)."""
+        return the send-queue slots of the unsignaled ones before them). ``extra_delay``:
+        from now until the answer's effect is in host memory (a READ response's data);
+        None for an ACK, whose processing is drawn when a completion is written."""
         req = qp.req
         inflight = req.inflight
         if inflight and inflight[0].acked:
@@ -113,6 +125,8 @@ class Requester:
                 sg_list = wr.sg_list
                 length = sg_list[0].length if len(sg_list) == 1 else wr.length
                 wc = WorkCompletion(wr.wr_id, _SUCCESS, _WC_OF_WR[wr.opcode], qp.qpn, length)
+                if extra_delay is None:
+                    extra_delay = self._processing()
                 self.nic.push_cqe(qp, qp.send_cq, wc, True, extra_delay)
         if not inflight:
             req.rto_idle = True
@@ -235,7 +249,7 @@ class Requester:
                 break
             if msg.wr.opcode != _READ:
                 msg.acked = True
-        self._retire(qp, 0)
+        self._retire(qp, None)
         if inflight:
             self._retry(qp, inflight[0], "sequence NAK", "PSN sequence error")
 

@@ -102,9 +102,7 @@ class Responder:
         now = sim.now
         rx = self.rx
         placed = now + (rx[1] if sim.nominal else sim.duration("nic.rx", rx[0], rx[1], rx[2]))
-        pcie = self.pcie
-        nbytes = pkt.nbytes
-        end = pcie.stream(nbytes, False, placed) + int(nbytes * pcie.ps_per_byte)
+        end = self.pcie.crossed(pkt.nbytes, False, placed)
         if end < resp.dma_end:
             end = resp.dma_end  # PCIe posted writes land in the order they were issued
         resp.dma_end = end

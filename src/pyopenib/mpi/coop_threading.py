@@ -45,6 +45,7 @@ from ..sim import PS_PER_S
 from . import rank_threads
 from .context import POLL_PS
 from .rank_threads import RankThread, RankThreads, running
+from .threads import SIMULATED_THREADS
 
 __all__ = ["CoopLock", "Cooperative"]
 
@@ -308,8 +309,8 @@ def make_invoke_excepthook():
     return invoke_excepthook
 
 
-_real_start_new_thread = threading._start_new_thread
-_real_set_sentinel = threading._set_sentinel
+_real_start_new_thread = getattr(threading, "_start_new_thread", None)  # None: 3.13
+_real_set_sentinel = getattr(threading, "_set_sentinel", None)
 _real_newname = threading._newname
 _real_enumerate = threading.enumerate
 _real_main_thread = threading.main_thread
@@ -340,6 +341,9 @@ class Cooperative:
     """For a job's duration: the primitives above in ``threading`` and ``queue``."""
 
     def __enter__(self):
+        if not SIMULATED_THREADS:  # Python 3.13: the job's threads stay OS threads
+            self._saved = []
+            return self
         patches = list(_PATCHES)
         pool = sys.modules.get("concurrent.futures.thread")
         if pool is not None:  # imported before the job: a real lock ``submit`` holds while

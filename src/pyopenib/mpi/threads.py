@@ -39,7 +39,12 @@ __all__ = [
 ]
 
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = range(4)
-SUPPORTED = THREAD_MULTIPLE
+SIMULATED_THREADS = hasattr(threading, "_set_sentinel")
+"""Whether a rank's ``threading.Thread``s can be simulator processes: ``coop_threading``
+works under ``threading`` as CPython 3.11 and 3.12 write it (``_start_new_thread``,
+``_set_sentinel``); 3.13's joins through ``_thread._ThreadHandle``, which it does not
+simulate, so there a thread is an OS thread and only a rank's main thread may call MPI."""
+SUPPORTED = THREAD_MULTIPLE if SIMULATED_THREADS else THREAD_FUNNELED
 """The highest level a job can honour (see the module docstring)."""
 
 LEVEL_NAMES = {
@@ -87,8 +92,10 @@ class ThreadLevelError(Exception):
         self.provided = provided
 
     def __str__(self) -> str:
-        return (
-            f"{self.call} called from thread {self.thread_name!r}, but MPI provides "
+        head = f"{self.call} called from thread {self.thread_name!r}, but MPI provides "
+        if not SIMULATED_THREADS:
+            return head + f"{LEVEL_NAMES[self.provided]}: only a rank's main thread may call MPI"
+        return head + (
             f"{LEVEL_NAMES[self.provided]} to a rank's threads only: this is an OS thread "
             "outside the simulation (start it with threading.Thread in the rank)"
         )
@@ -149,7 +156,7 @@ def Is_thread_main() -> bool:  # noqa: N802
     from .rank_threads import running  # rank_threads sits above context, which imports us
 
     support = active()
-    thread = running()
+    thread = running() if SIMULATED_THREADS else None
     if thread is None:  # the host's code on the simulator's thread, or an OS thread
         return _get_ident() == support.main_ident
     return thread.is_main
