@@ -1,7 +1,9 @@
 """Check benchmark: the search's throughput and the headline checks of issue 10.
 
 Each case is one ``check.search.explore`` (or, for comparison, the lo/hi enumeration of
-``check.explore.explore_exhaustive``) over ``bibw`` with check's small queues
+``check.explore.explore_exhaustive``; for ``untimed``, the unbounded scheduler search of
+``check.untimed.explore_untimed`` or its seeded random walks) over ``bibw`` with check's
+small queues
 (``P,128,8,6,4,4:P,65536,8,6,4,4``), inline (one process), with an execution budget so
 that ``make bench`` stays bounded: a case cut by its budget says so ("cut") instead of a
 verdict. Reported: executions, equivalence classes (distinct per-actor event orders),
@@ -22,6 +24,7 @@ from pyopenib.check.explore import explore_exhaustive
 from pyopenib.check.scenario_runs import RACE_LABELS, scenario_runner
 from pyopenib.check.search import explore
 from pyopenib.check.timing import Timing
+from pyopenib.check.untimed import explore_untimed, sample_untimed
 from pyopenib.sim.ties import TIE_LABEL
 
 QUEUES = "P,128,8,6,4,4:P,65536,8,6,4,4"
@@ -37,6 +40,8 @@ class Case:
     iterations: int = 40
     race_labels: bool = True
     budget: int = 400
+    walks: bool = False
+    """Untimed only: seeded random walks (``budget`` of them) instead of the search."""
 
 
 CASES = (
@@ -44,14 +49,24 @@ CASES = (
     Case("T3 own nominal (ties)", "chelsio-t3", "own", Timing.NOMINAL, 1),
     Case("T3 own lo/hi (before)", "chelsio-t3", "own", None, 1, budget=2000),
     Case("T3 own bounds", "chelsio-t3", "own", Timing.BOUNDS, 1, budget=2000),
-    Case("T3 own untimed", "chelsio-t3", "own", Timing.UNTIMED, 1, 4, False, budget=150),
-    Case("T3 smallest untimed", "chelsio-t3", "smallest", Timing.UNTIMED, 1, 4, False, budget=150),
+    Case("T3 smallest untimed", "chelsio-t3", "smallest", Timing.UNTIMED, 0, budget=2000),
+    Case("T3 own untimed, 1 fragment", "chelsio-t3", "own", Timing.UNTIMED, 0, 1, budget=1000),
+    Case("T3 own untimed", "chelsio-t3", "own", Timing.UNTIMED, 0, budget=300),
     Case(
-        "ConnectX smallest untimed", "connectx", "smallest", Timing.UNTIMED, 1, 8, False, budget=150
+        "ConnectX smallest untimed walks",
+        "connectx",
+        "smallest",
+        Timing.UNTIMED,
+        0,
+        8,
+        budget=30,
+        walks=True,
     ),
-    Case("ConnectX own untimed", "connectx", "own", Timing.UNTIMED, 1, 8, False, budget=150),
-    Case("ConnectX smallest bounds", "connectx", "smallest", Timing.BOUNDS, 1, 8, budget=150),
-    Case("ConnectX own bounds", "connectx", "own", Timing.BOUNDS, 1, 8, budget=150),
+    Case(
+        "ConnectX own untimed walks", "connectx", "own", Timing.UNTIMED, 0, 8, budget=30, walks=True
+    ),
+    Case("ConnectX smallest bounds", "connectx", "smallest", Timing.BOUNDS, 1, 8, budget=2000),
+    Case("ConnectX own bounds", "connectx", "own", Timing.BOUNDS, 1, 8, budget=2000),
 )
 
 
@@ -64,35 +79,42 @@ def measure(case: Case) -> dict:
         mca_pairs=[("btl_openib_receive_queues", QUEUES)],
     )
     start, cpu = time.perf_counter(), time.process_time()
+
+    def row(executions, classes, levels, verdict) -> dict:
+        return dict(
+            executions=executions,
+            classes=classes,
+            levels=levels,
+            verdict=verdict,
+            seconds=time.perf_counter() - start,
+            cpu=time.process_time() - cpu,
+        )
+
     if case.timing is None:
         res = explore_exhaustive(run, RACE_LABELS, case.bound, case.budget)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         found = res.counterexample is not None
-        verdict = "violated" if found else ("proved" if res.complete else "cut")
-        return dict(
-            executions=res.executions,
-            classes="-",
-            levels="-",
-            verdict=verdict,
-            seconds=seconds,
-            cpu=cpu,
+        return row(
+            res.executions, "-", "-", "violated" if found else ("proved" if res.complete else "cut")
         )
+    if case.timing is Timing.UNTIMED and case.walks:
+        sample = sample_untimed(run, case.budget)
+        verdict = f"violated (walk {sample.failure[0]})" if sample.failure else "no failure"
+        return row(sample.runs, "-", "-", verdict)
+    if case.timing is Timing.UNTIMED:  # the scheduler's search: unbounded, no levels
+        res = explore_untimed(run, case.budget)
+        if res.violation is not None:
+            verdict = "violated"
+        else:
+            verdict = "proved (every order)" if res.complete else f"cut ({res.states} states)"
+        return row(res.executions + res.pruned, res.executions, "-", verdict)
     labels = RACE_LABELS | {TIE_LABEL} if case.race_labels else None
     res = explore(run, case.timing, case.bound, labels, case.budget)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if res.violation is not None:
         verdict = f"violated (level {res.violation.level})"
     else:
         verdict = "proved" if res.complete else "cut"
     levels = f"0..{res.levels_complete}" if res.levels_complete >= 0 else "none"
-    return dict(
-        executions=res.executions,
-        classes=res.classes,
-        levels=levels,
-        verdict=verdict,
-        seconds=seconds,
-        cpu=cpu,
-    )
+    return row(res.executions, res.classes, levels, verdict)
 
 
 def main() -> None:

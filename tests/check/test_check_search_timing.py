@@ -115,5 +115,7 @@ def test_check_timing_bounds_level_0_proves_own_and_counts_ties():
 
 
 def test_check_timing_without_exhaustive_is_refused():
-    r = CliRunner().invoke(main, ["check", "bibw", "--timing", "untimed"])
-    assert r.exit_code == 2 and "--exhaustive" in r.output
+    """Only untimed also samples (random walks over its scheduler)."""
+    for timing in ("nominal", "bounds"):
+        r = CliRunner().invoke(main, ["check", "bibw", "--timing", timing])
+        assert r.exit_code == 2 and "--exhaustive" in r.output

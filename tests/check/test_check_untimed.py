@@ -3,10 +3,15 @@ Mazurkiewicz class once (property test against unreduced enumeration on toy mode
 
 from __future__ import annotations
 
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyopenib.check.untimed import explore_untimed
+from pyopenib.check.channels import channel_name
+from pyopenib.check.replay import ReplayToken, untimed_script, untimed_token
+from pyopenib.check.scenario_runs import scenario_runner
+from pyopenib.check.untimed import UntimedOracle, explore_untimed
+from pyopenib.cli import main
 from pyopenib.sim import NominalOracle, Simulator
 from pyopenib.sim.ties import receiver_of
 from pyopenib.sim.untimed import UntimedControl
@@ -126,3 +131,68 @@ def test_events_of_one_channel_keep_their_order_and_a_later_event_may_run_first(
     # b's events ran before a's although due later; each channel kept its own order
     assert seen == [("b", 0), ("b", 1), ("a", 0), ("a", 1)]
     assert sim.now == 5  # each event runs at its own instant: the last one ran was a's 2nd
+
+
+def _invoke(*argv):
+    return CliRunner().invoke(main, [str(a) for a in argv])
+
+
+def test_untimed_check_prints_the_t3_credit_race_with_smallest():
+    r = _invoke("check", "bibw", "--credits-qp", "smallest", "--timing", "untimed", "--exhaustive")
+    assert r.exit_code == 1, r.output
+    assert "COUNTEREXAMPLE (timing untimed" in r.output
+    assert "TERMINATE sent" in r.output
+    assert "critical transition: credit_msg qp=1" in r.output
+
+
+def test_a_cut_untimed_search_is_incomplete_with_its_counts_never_proved():
+    argv = ["check", "bibw", "--credits-qp", "own", "--iterations", 1]
+    r = _invoke(*argv, "--timing", "untimed", "--exhaustive", "--max-executions", 3)
+    assert r.exit_code == 2, r.output
+    assert "INCOMPLETE (--max-executions 3 reached): 3 executions" in r.output
+    assert "PROVED" not in r.output
+
+
+def test_untimed_takes_no_deviation_bound():
+    r = _invoke("check", "bibw", "--timing", "untimed", "--exhaustive", "--deviations", 2)
+    assert r.exit_code == 2
+    assert "--deviations does not apply" in r.output
+
+
+def test_untimed_walks_show_the_connectx_hole_under_both_policies():
+    """On a split device a posted receive becomes usable through its own path, and
+    nothing in the hardware orders that before a peer's send arrives: untimed, both
+    credit policies can take an RNR NAK on a per-peer QP (rnr_retry 0)."""
+    for policy in ("smallest", "own"):
+        argv = ["check", "bibw", "--device", "connectx", "--credits-qp", policy]
+        r = _invoke(*argv, "--iterations", 8, "--timing", "untimed", "--runs", 30)
+        assert r.exit_code == 1, r.output
+        assert "COUNTEREXAMPLE: untimed walk" in r.output
+        assert "RNR_RETRY_EXC_ERR" in r.output and "ran before recv_path" in r.output
+
+
+def test_an_untimed_token_carries_the_schedule_and_gives_it_back():
+    script = [(0, ()), (2, ()), (0, ()), (1, ())]
+    token = untimed_token({"workload": "x"}, script)
+    again = ReplayToken.decode(token.encode())
+    assert again.timing == "untimed"
+    assert untimed_script(again) == [(0, ()), (2, ()), (0, ()), (1, ())]
+    assert isinstance(again.oracle().ties, UntimedControl)
+
+
+def test_the_t3_channels_keep_the_hardware_fifos_and_a_nic_writes_to_the_host_in_order():
+    run = scenario_runner(
+        "bibw",
+        device="chelsio-t3",
+        credits_qp="own",
+        iterations=2,
+        mca_pairs=[("btl_openib_receive_queues", "P,128,4,2,2,2:P,65536,4,2,2,2")],
+    )
+    oracle = UntimedOracle()
+    ok, _ = run(oracle)
+    assert ok and oracle.frames
+    kinds = {channel_name(c).split()[0] for f in oracle.frames for c in f.names}
+    # T3: receives go through the QP's one work queue (no split receive path); CQE writes
+    # and WRITE payloads share the NIC's to-host channel
+    assert {"doorbell", "engine", "emit", "port", "arrival", "to_host"} <= kinds
+    assert "recv_path" not in kinds

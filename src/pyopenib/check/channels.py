@@ -1,7 +1,7 @@
 """The FIFO channels of the hardware model: what ``--timing untimed`` schedules.
 
 Untimed mode (``sim/untimed.py``) runs the head of any channel next; inside a channel the
-events keep the order the model gave them. A channel is therefore exactly one ordering
+events keep the order the model issued them in. A channel is therefore exactly one ordering
 rule the hardware keeps whatever its speeds, and two events belong to one channel only
 when the hardware orders them:
 
@@ -10,16 +10,19 @@ when the hardware orders them:
 * ``("engine", Q)`` — the QP's work-queue engine: T3's single SQ/RQ FIFO (a receive entry
   waits behind the sends rung before it), or a split device's send engine. One step at
   a time, each started by the previous one.
-* ``("emit", Q)`` — a split device's message cutting, in posting order (``last_emit``),
-  overlapping the engine's next WQE.
+* ``("emit", Q)`` — cutting a send into packets once its payload is fetched, in posting
+  order (``last_emit``): on a split device it overlaps the engine's next WQE; on T3 the
+  engine waits for it (one of the two is pending at a time).
 * ``("recv_path", Q)`` — a split device's receive path: posted receives become usable in
   order (``last_ready``), independently of the send engine.
 * ``("responder", Q)`` — READ responses of a QP, in order.
 * ``("arrival", NIC)`` — the NIC's link: packets arrive in the order the switch port
   sent them (so in order per RC QP).
 * ``("port", NIC)`` — the transmit port: one packet serialised at a time.
-* ``("land", NIC)`` — RDMA WRITE payload DMA into host memory, in order.
-* ``("cqe", CQ, qpn, side)`` — completion writes, in order per QP and side.
+* ``("to_host", NIC)`` — the NIC's DMA writes into host memory: an RDMA WRITE's payload
+  landing and every completion (CQE) write. PCIe posted writes of one device are
+  ordered, so a CQE is never visible before the payload of a WRITE the NIC issued before
+  it (the IB rule a rendezvous FIN or an eager-RDMA footer relies on).
 * a rank's greenlet — its next step (program order); any other object — its own events.
 
 Timeouts (the requester's RNR back-off, withdrawable timers) are no channel's head while
@@ -35,7 +38,6 @@ from ..hw.port import TransmitPort
 from ..hw.qp import HwQp
 from ..hw.requester import Requester
 from ..hw.responder import Responder
-from ..hw.work import WcOpcode
 from ..hw.work_queue import WorkQueueEngine
 from ..sim import Timer
 from ..sim.ties import callback_of, receiver_of
@@ -77,27 +79,20 @@ def channel_of(fn, args):
         return ("arrival", owner)
     if cls is Responder:
         if inner.__name__ == "_land_write":
-            return ("land", owner)
+            return ("to_host", owner.nic)
         return ("responder", args[0] if args and args[0].__class__ is HwQp else owner)
-    if cls is CompletionQueue and args:
-        wc = args[0]
-        return ("cqe", owner, wc.qp_num, wc.opcode in _RECV_OPCODES)
+    if cls is CompletionQueue:
+        return ("to_host", owner.context.nic)
     if cls is Requester and args and args[0].__class__ is HwQp:
         return ("requester", args[0])
     return receiver_of(fn, args)
-
-
-_RECV_OPCODES = frozenset(op for op in WcOpcode if op.name.startswith("RECV"))
 
 
 def channel_name(channel) -> str:
     """A readable name for a channel (counterexamples, tests)."""
     if type(channel) is not tuple:
         return _object_name(channel)
-    kind, obj = channel[0], channel[1]
-    if kind == "cqe":
-        return f"cqe qp{channel[2]} {'recv' if channel[3] else 'send'}"
-    return f"{kind} {_object_name(obj)}"
+    return f"{channel[0]} {_object_name(channel[1])}"
 
 
 def _object_name(obj) -> str:

@@ -33,11 +33,27 @@ from .replay import (
     program_config,
     scenario_config,
     tie_control,
+    untimed_script,
+    untimed_token,
 )
 from .scenario_runs import RACE_LABELS, scenario_runner
 from .search import SearchOracle, explore
 from .timing import Timing
-from .verdict import EXIT_INPUT, Coverage, search_verdict_lines, verdict_lines
+from .untimed import (
+    UntimedOracle,
+    critical_step,
+    describe_path,
+    describe_step,
+    explore_untimed,
+    sample_untimed,
+)
+from .verdict import (
+    EXIT_INPUT,
+    Coverage,
+    search_verdict_lines,
+    untimed_verdict_lines,
+    verdict_lines,
+)
 
 EXIT_COUNTEREXAMPLE = 1
 EXIT_INCOMPLETE = 2
@@ -244,8 +260,11 @@ def check(
     Unless btl_openib_receive_queues is given, check uses small per-peer queues
     (P,128,8,6,4,4:P,65536,8,6,4,4) so that every ordering can be explored quickly."""
     trace_out = output_file("--trace", trace_file, TRACE_SUFFIXES)
-    if timing is not None and not exhaustive:
-        raise click.UsageError("--timing names the space of an exhaustive search: add --exhaustive")
+    if timing is not None and timing != Timing.UNTIMED.value and not exhaustive:
+        raise click.UsageError(
+            f"--timing {timing} names the space of an exhaustive search: add --exhaustive "
+            "(only untimed also samples: --timing untimed --runs N)"
+        )
     label_set = None if labels in (None, "all") else frozenset(x for x in labels.split(",") if x)
     if labels is not None and label_set is not None and not label_set:
         raise click.BadParameter("give at least one label, or 'all'", param_hint="--labels")
@@ -263,12 +282,25 @@ def check(
             label_set = frozenset(x for x in RACE_LABELS if coverage.branching[x])
         coverage.require(label_set, target)
     click.echo(tgt.title)
-    if exhaustive:
+    if timing == Timing.UNTIMED.value:
+        click.echo(
+            "timing untimed: the search orders the model's events over the hardware's FIFO "
+            "channels; durations are no choice points"
+        )
+    elif exhaustive:
         click.echo("choice points of the nominal run (label, met, branching):")
         for line in coverage.table(label_set):
             click.echo(line)
     for line in branches.lines():
         click.echo(line)
+    if not exhaustive and timing == Timing.UNTIMED.value:
+        _untimed_sample(tgt, runs, seed, trace_out)
+    if exhaustive and timing == Timing.UNTIMED.value:
+        if click.get_current_context().get_parameter_source("deviations").name == "COMMANDLINE":
+            raise click.UsageError(
+                "--timing untimed searches every order without a bound: --deviations does not apply"
+            )
+        _untimed_search(tgt, max_executions, time_budget, trace_out)
     if exhaustive and timing is not None:
         _timed_search(
             tgt,
@@ -357,6 +389,87 @@ def _timed_search(
     _counterexample(tgt, found, trace_out, timing.value)
 
 
+def _interruptible(search):
+    """``search()``, or exit 130 with one line at Ctrl-C (the searches run in-process)."""
+    try:
+        return search()
+    except KeyboardInterrupt:
+        click.echo("pyopenib: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _untimed_search(tgt, max_executions, time_budget, trace_out):
+    """``--timing untimed``: the unbounded depth-first search of ``check/untimed.py``
+    over the hardware's FIFO channels (sequential: ``--jobs`` does not apply)."""
+    res = _interruptible(lambda: explore_untimed(tgt.run, max_executions, time_budget))
+    if res.violation is None:
+        for line in untimed_verdict_lines(res):
+            click.echo(line)
+        sys.exit(0 if res.complete else EXIT_INCOMPLETE)
+    script, outcome = res.violation
+    click.echo(
+        f"COUNTEREXAMPLE (timing untimed, depth-first, after {res.executions} executions, "
+        f"{res.states} states): {outcome}"
+    )
+    _untimed_counterexample(tgt, script, trace_out)
+
+
+def _untimed_sample(tgt, runs, seed, trace_out):
+    """``--timing untimed`` without ``--exhaustive``: seeded random walks over the
+    scheduler (a sample, never a proof)."""
+    res = _interruptible(lambda: sample_untimed(tgt.run, runs, seed))
+    if res.failure is None:
+        click.echo(
+            f"no failure in {res.runs} seeded random untimed walks ({seed}..{seed + runs - 1}): "
+            "a sample of the orders the hardware's FIFO channels allow, not a proof"
+        )
+        sys.exit(0)
+    bad_seed, script, outcome = res.failure
+    click.echo(f"COUNTEREXAMPLE: untimed walk {bad_seed} (of {res.runs} run): {outcome}")
+    _untimed_counterexample(tgt, script, trace_out)
+
+
+def _untimed_counterexample(tgt, script, trace_out, replayed_token: bool = False):
+    """An untimed execution that fails (``script``: its ``UntimedOracle`` path): the
+    steps that leave the plain order, the critical step, the credit story, the token;
+    exit 1 (0 when a replayed token's execution passes)."""
+    tracer = Tracer()
+    replayed = UntimedOracle(script, reduce=False)
+    out = tgt.run.execute(replayed, trace=tracer)
+    if replayed_token:
+        click.echo(f"replayed an untimed schedule ({len(script)} steps recorded): {out.text}")
+        if out.output:
+            click.echo("what the ranks wrote:")
+            for line in out.output.splitlines():
+                click.echo(f"  {line}")
+        if out.ok:
+            sys.exit(exit_status(0, _write(trace_out, tracer) if trace_out else None))
+    elif out.ok:  # cannot happen for a deterministic model; say so rather than print a lie
+        raise RuntimeError("the untimed counterexample passed on replay: not deterministic")
+    moved = describe_path(replayed.frames)
+    if moved:
+        click.echo(f"the failing order leaves the plain order at {len(moved)} step(s); the last:")
+        for line in moved[-5:]:
+            click.echo(f"  {line}")
+    else:
+        click.echo("no reordering needed: the plain order already fails")
+    path = replayed.script()
+    step, tests = critical_step(tgt.run, path)
+    click.echo(
+        "critical step (the first after which every continuation fails; sampled: the "
+        f"plain continuation and 5 seeded random ones, {tests} executions):"
+    )
+    if step is None:
+        click.echo("  none: every sampled order fails from the first step (a rule, not a race)")
+    else:
+        click.echo(f"  {describe_step(replayed.frames, step)}")
+    _story(out, tracer)
+    if not replayed_token:
+        _print_replay(tgt, untimed_token(tgt.config, path))
+    failed = _write(trace_out, tracer) if trace_out is not None else None
+    sys.exit(exit_status(EXIT_COUNTEREXAMPLE, failed))
+
+
 def _nominal(tgt):
     """The nominal run, recorded: its per-label coverage and the protocol branches it
     took. A bad device or MCA value fails here with one clear error, not in a worker."""
@@ -422,6 +535,11 @@ def _explain(tgt, answers, out, tracer, timing: str | None) -> None:
     click.echo("critical step (the first after which every continuation fails):")
     for line in critical.describe():
         click.echo(f"  {line}")
+    _story(out, tracer)
+
+
+def _story(out, tracer) -> None:
+    """The failure's credit story and, for a hang, where everything waits."""
     for line in credit_story(tracer.events):
         click.echo(f"  {line}")
     if out.stall:
@@ -439,6 +557,8 @@ def _print_replay(tgt, token: ReplayToken) -> None:
 
 
 def _replay(tgt, token: ReplayToken, trace_out) -> None:
+    if token.timing == Timing.UNTIMED.value:
+        _untimed_counterexample(tgt, untimed_script(token), trace_out, replayed_token=True)
     tracer = Tracer()
     recorded = RecordingOracle(token.oracle(strict=True), tracer)
     out = tgt.run.execute(recorded, trace=tracer)

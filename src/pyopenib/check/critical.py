@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from ..sim import NominalOracle, Oracle, RandomOracle
 from .replay import Answer
 
-__all__ = ["CriticalChoice", "PrefixOracle", "critical_choice", "credit_story"]
+__all__ = [
+    "CriticalChoice",
+    "PrefixOracle",
+    "critical_choice",
+    "credit_story",
+    "first_deciding_prefix",
+]
 
 
 class PrefixOracle(Oracle):
@@ -102,16 +108,26 @@ def critical_choice(
                 return False
         return True
 
-    if all_fail(0):
+    p = first_deciding_prefix(all_fail, len(answers))
+    if p is None:
         return CriticalChoice(None, samples, tests)
-    lo, hi = 0, len(answers)  # all_fail(lo) is False; all_fail(hi): the failing run itself
+    return CriticalChoice(answers[p - 1], samples, tests, passed_by.get(p - 1, "nominal"))
+
+
+def first_deciding_prefix(all_fail, n: int) -> int | None:
+    """The shortest prefix length p (1..n) with ``all_fail(p)``, by binary search, given
+    that ``all_fail(n)`` holds (the failing run itself) and fixing more of a failing run
+    can only narrow what may still pass; None when ``all_fail(0)`` already holds."""
+    if all_fail(0):
+        return None
+    lo, hi = 0, n  # all_fail(lo) is False; all_fail(hi) holds
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if all_fail(mid):
             hi = mid
         else:
             lo = mid
-    return CriticalChoice(answers[hi - 1], samples, tests, passed_by.get(lo, "nominal"))
+    return hi
 
 
 def _field(event, name):

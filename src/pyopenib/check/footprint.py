@@ -51,7 +51,7 @@ from ..btl.module import OpenibModule
 from ..hw.nic import Nic
 from ..hw.packet import READ_REQ
 from ..hw.port import TransmitPort
-from ..hw.qp import HwQp
+from ..hw.qp import HwQp, QpState
 from ..hw.requester import Requester
 from ..hw.responder import Responder
 from ..hw.work import SendWR
@@ -63,6 +63,8 @@ __all__ = ["ANY", "Footprints", "event_object", "host_projection"]
 
 ANY = ("any",)
 """The footprint element that conflicts with every other."""
+
+_RTS = QpState.RTS
 
 _NIC_PARTS = (Nic, WorkQueueEngine, TransmitPort, Requester, Responder)
 """The NIC and the parts it is composed of (each knows its ``nic``)."""
@@ -118,10 +120,22 @@ def _engine_step(name: str, qp: HwQp) -> set:
 
 
 def _arrival(nic, pkt) -> set:
-    """What ``Nic.receive_packet(pkt)`` touches: the destination QP (or, when it is not
-    ready, the host that is setting it up), its receives, the port for the answer."""
+    """What ``Nic.receive_packet(pkt)`` touches: the destination QP, its receives, the
+    port for the answer; and the host while the QP is not yet ready to send (the host
+    is moving it through INIT, RTR, RTS: the packet is dropped or not by that) or takes
+    its receives from a shared receive queue (whose limit event reaches the host).
+
+    Once the QP is in RTS an arrival commutes with every step of its host's software:
+    it consumes the first *usable* receive entry, which a post (appending an entry not
+    yet usable) leaves in place; the payload lands in a buffer the NIC owns until the
+    completion (the verbs rule, as for the payload gather); the completion and an RDMA
+    WRITE's bytes are separate events (a CQE write, ``_land_write``), which do touch the
+    host; and the send completions an acknowledgement retires only decrement the count a
+    post increments. Error transitions are left out as everywhere (module docstring)."""
     qp = nic.qps.get(pkt.dst_qpn)
-    fp = {_host(nic), ("port", nic.name)}
+    fp = {("port", nic.name)}
+    if qp is None or qp.state != _RTS or qp.srq is not None:
+        fp.add(_host(nic))
     if qp is not None:
         fp.add(("qp", qp.actor))
         fp.add(("usable", qp.actor))

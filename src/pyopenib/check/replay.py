@@ -27,6 +27,8 @@ from .. import __version__
 from ..errors import PyopenibError, register_topics
 from ..sim import Oracle
 from ..sim.ties import TieControl
+from ..sim.untimed import UntimedControl
+from .channels import channel_of, is_timeout
 from .footprint import event_object
 from .timing import Timing
 
@@ -35,8 +37,11 @@ __all__ = [
     "RecordingOracle",
     "ReplayOracle",
     "ReplayToken",
+    "SCHEDULE_LABEL",
     "program_config",
     "scenario_config",
+    "untimed_script",
+    "untimed_token",
 ]
 
 TOKEN_PREFIX = "pyoib1."
@@ -174,15 +179,26 @@ class ReplayOracle(Oracle):
 
     ``timing``: the search's timing mode when the execution came from one
     (``check/timing.py``): same-instant ties are then choice points (a ``TieControl``
-    naming objects as the search did), and a duration may lie outside the device's
-    interval (``untimed`` frees them)."""
+    naming objects as the search did); ``untimed`` runs the scheduler of
+    ``sim/untimed.py`` instead, each step a choice point (``SCHEDULE_LABEL``) and every
+    duration nominal."""
 
     def __init__(self, deviations, strict: bool = True, timing: str | None = None):
         self.deviations = {d[0]: d for d in deviations}  # position -> (pos, kind, label, value)
         self.strict = strict
         self.position = 0
         self.timing = timing
-        self.ties = tie_control() if timing is not None else None
+        self.untimed = timing == Timing.UNTIMED.value
+        if self.untimed:  # the scheduler: every step is a choice point, durations nominal
+            self.ties = UntimedControl(self._step, channel_of, is_timeout)
+        else:
+            self.ties = tie_control() if timing is not None else None
+
+    def _step(self, sim, entries, channels) -> int:
+        """An untimed run's step (``sim/untimed.py``): the recorded enabled event."""
+        n = len(entries)
+        value = self._recorded(SCHEDULE_LABEL, "choice", lambda v: 0 <= v < n)
+        return 0 if value is None else value
 
     def _recorded(self, label: str, kind: str, fits) -> int | None:
         pos = self.position
@@ -208,9 +224,33 @@ class ReplayOracle(Oracle):
         return 0 if value is None else value
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
-        free = self.timing == Timing.UNTIMED.value
-        value = self._recorded(label, "duration", lambda v: v >= 0 if free else lo <= v <= hi)
+        if self.untimed:
+            return nominal  # the schedule orders the events; durations are no choice
+        value = self._recorded(label, "duration", lambda v: lo <= v <= hi)
         return nominal if value is None else value
+
+
+SCHEDULE_LABEL = "sim.next"
+"""The label of an untimed run's scheduler step in a replay token: which enabled event
+(by its index in the scheduler's ``(when, seq)`` order) ran."""
+
+
+def untimed_token(config: dict, script) -> ReplayToken:
+    """The token of an untimed execution given as an ``UntimedOracle`` script."""
+    devs = tuple(
+        (k, "choice", SCHEDULE_LABEL, chosen) for k, (chosen, _) in enumerate(script) if chosen
+    )
+    return ReplayToken(config, devs, Timing.UNTIMED.value)
+
+
+def untimed_script(token: ReplayToken) -> list[tuple[int, tuple]]:
+    """The ``UntimedOracle`` script of an untimed token (the inverse of ``untimed_token``)."""
+    if not token.deviations:
+        return []
+    script = [(0, ())] * (max(d[0] for d in token.deviations) + 1)
+    for pos, _, _, value in token.deviations:
+        script[pos] = (value, ())
+    return script
 
 
 def tie_control():

@@ -30,15 +30,26 @@ follow the nominal timestamps of the events, and timeouts fire only at quiescenc
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
 
 from ..sim import Oracle, Tracer
 from ..sim.untimed import UntimedControl
 from .channels import channel_name, channel_of, is_timeout
+from .critical import first_deciding_prefix
 from .footprint import ANY, Footprints, event_object
 
-__all__ = ["SleepBlocked", "UntimedOracle", "UntimedResult", "explore_untimed"]
+__all__ = [
+    "SleepBlocked",
+    "UntimedOracle",
+    "UntimedResult",
+    "critical_step",
+    "describe_path",
+    "describe_step",
+    "explore_untimed",
+    "sample_untimed",
+]
 
 
 class SleepBlocked(BaseException):  # noqa: N818 - a control-flow signal, not an error
@@ -180,9 +191,14 @@ class UntimedOracle(Oracle):
     stay nominal (the timestamps only order each channel) and other choice points answer
     0. ``frames`` records every state met."""
 
-    def __init__(self, prefix=(), footprints=Footprints, reduce: bool = True, channels=None):
+    def __init__(
+        self, prefix=(), footprints=Footprints, reduce: bool = True, channels=None, rng=None
+    ):
         self.prefix = list(prefix)
         self.reduce = reduce
+        self.rng = rng
+        """Past the prefix: a ``random.Random`` picks among the enabled events (a
+        sampled continuation), None takes the first awake one."""
         self.frames: list[_Frame] = []
         self.ties = UntimedControl(self._pick, channels or channel_of, is_timeout, observer=self)
         self._footprints = footprints()
@@ -225,7 +241,10 @@ class UntimedOracle(Oracle):
             done = list(done)
             backtrack = kept[0] if kept else None
         else:
-            chosen = next((i for i, s in enumerate(seqs) if s not in sleep), None)
+            if self.rng is not None:
+                chosen = self.rng.randrange(len(seqs))
+            else:
+                chosen = next((i for i, s in enumerate(seqs) if s not in sleep), None)
             done = []
             if chosen is None:
                 self.frames.append(_Frame(seqs, fps, sleep, -1, done, channels))
@@ -337,13 +356,59 @@ def explore_untimed(
             return result(False, f"--time-budget {time_budget:g} s reached")
 
 
+@dataclass
+class UntimedSample:
+    runs: int
+    """Walks run."""
+    failure: tuple[int, list, str] | None
+    """(its seed, its path as an ``UntimedOracle`` script, its outcome)."""
+
+
+def sample_untimed(run, runs: int, first_seed: int = 0) -> UntimedSample:
+    """Seeded random walks over the untimed scheduler: at every step one enabled event,
+    uniformly (``random.Random(seed)``); stops at the first failing walk. A sample of
+    the orders the hardware allows, reaching any depth at once, where the depth-first
+    search spends its budget near the end of the first path."""
+    for k in range(runs):
+        oracle = UntimedOracle(reduce=False, rng=random.Random(first_seed + k))
+        ok, outcome = run(oracle)
+        if not ok:
+            return UntimedSample(k + 1, (first_seed + k, oracle.script(), outcome))
+    return UntimedSample(runs, None)
+
+
+def critical_step(run, script, samples: int = 6, seed: int = 0):
+    """The first step of a failing path after which every sampled continuation fails
+    (the plain one, then ``samples - 1`` seeded random ones), by binary search over the
+    prefix length; returns ``(step or None when the first already decides, tests run)``.
+    "Every" is this sample."""
+    tests = 0
+
+    def all_fail(p: int) -> bool:
+        nonlocal tests
+        for k in range(samples):
+            rng = None if k == 0 else random.Random(seed + k)
+            oracle = UntimedOracle(script[:p], reduce=False, rng=rng)
+            tests += 1
+            ok, _ = run(oracle)
+            if ok:
+                return False
+        return True
+
+    p = first_deciding_prefix(all_fail, len(script))
+    return (None if p is None else p - 1), tests
+
+
+def describe_step(frames, k: int) -> str:
+    """Step k of a path in the channels' names: what ran, and what a plain run would
+    have run there instead."""
+    f = frames[k]
+    ran = channel_name(f.names[f.chosen])
+    if f.chosen == 0:
+        return f"step {k}: {ran} (the plain order)"
+    return f"step {k}: {ran} ran before {channel_name(f.names[0])}"
+
+
 def describe_path(frames) -> list[str]:
-    """The deviating steps of a path, in the channels' names: where it did not run the
-    event a plain run would have run next."""
-    out = []
-    for k, f in enumerate(frames):
-        if f.chosen > 0 and f.names is not None:
-            out.append(
-                f"step {k}: {channel_name(f.names[f.chosen])} ran before {channel_name(f.names[0])}"
-            )
-    return out
+    """The steps of a path that leave the plain order (the earliest event first)."""
+    return [describe_step(frames, k) for k, f in enumerate(frames) if f.chosen > 0]

@@ -5,27 +5,28 @@ hardware's ordering rules allow may happen. Rather than drawing durations and cu
 them against pending events (which can never enumerate *every* order), this loop drops
 time as the thing that orders events. Each pending event belongs to a *channel* (the
 object it is about: a QP for a NIC callback about one QP, the NIC for a packet arriving
-on its link, a CQ for its completion writes, a rank's greenlet for its next step) and
-the events of one channel run in the order the model gave them, ``(when, seq)``. That
-order *is* the hardware's FIFO rule, because the device models already enforce it in
-their timestamps whatever the durations: a QP's doorbells reach the NIC in ring order
-(``last_doorbell``), T3's single SQ/RQ work queue and a split device's separate engines
-are FIFOs, a link and a switch port deliver in order (per RC QP in order), completions
-are written in order per QP and side. Causality needs no rule: an event exists only once
+on its link, a rank's greenlet for its next step) and the events of one channel run in
+the order the model issued them (``seq``). That order *is* the hardware's FIFO rule (the
+device models keep the same order in their timestamps whatever the durations): a QP's
+doorbells reach the NIC in ring order (``last_doorbell``), T3's single SQ/RQ work queue
+and a split device's separate engines are FIFOs, a link and a switch port deliver in
+order (per RC QP in order), a NIC's DMA writes into host memory (payloads, completions)
+are PCIe posted writes, in order. Causality needs no rule: an event exists only once
 the event that causes it ran (a packet arrives after it left, a completion after its
 work request).
 
 So the *enabled* transitions of a state are the head of each channel. Every step a
 ``picker(sim, enabled) -> index`` chooses one (``enabled`` is sorted by ``(when, seq)``,
-so index 0 is the event a plain run would execute next: answering 0 everywhere is the
-plain run). Each event runs at the instant the model scheduled it for (``sim.now`` is the
-event's own time, so it may step back when the picker runs an earlier event after a later
-one): what an event does depends on the state the events applied before it left, never
-on *when* they were applied, so two independent events reach the same state, timestamps
-included, in either order. That exact commutation is what lets a search prune orders
-(``check/untimed.py``). Timeouts (an RNR back-off, a withdrawable ``Timer``) are far longer
-than any hardware or host step: they fire only when nothing else is pending, the earliest
-first (``is_timeout``; the usual "timeouts only at quiescence" abstraction).
+so index 0 is the earliest by the model's clock: answering 0 everywhere is the plain
+run wherever the plain run keeps the channels' issue order). Each event runs at the
+instant the model scheduled it for (``sim.now`` is the event's own time, so it may step
+back when the picker runs an earlier event after a later one): what an event does
+depends on the state the events applied before it left, never on *when* they were
+applied, so two independent events reach the same state, timestamps included, in either
+order. That exact commutation is what lets a search prune orders (``check/untimed.py``).
+Timeouts (an RNR back-off, a withdrawable ``Timer``) are far longer than any hardware or
+host step: they fire only when nothing else is pending, the earliest first
+(``is_timeout``; the usual "timeouts only at quiescence" abstraction).
 
 A plain run never takes this loop; an oracle opts in by carrying an ``UntimedControl`` in
 its ``ties`` attribute, exactly like ``TieControl`` (``sim/ties.py``).
@@ -42,8 +43,8 @@ __all__ = ["UntimedControl", "enabled_heads"]
 
 
 def enabled_heads(heap, channel_of, is_timeout):
-    """The enabled transitions of a state: per channel its first pending entry in
-    ``(when, seq)`` order, timeouts left out unless nothing else is pending (then the
+    """The enabled transitions of a state: per channel its first pending entry in issue
+    (``seq``) order, timeouts left out unless nothing else is pending (then the
     earliest timeout alone). Returns ``(entries, channels)`` sorted by ``(when, seq)``;
     withdrawn timers must be gone from ``heap``."""
     heads: dict = {}
@@ -56,7 +57,7 @@ def enabled_heads(heap, channel_of, is_timeout):
             continue
         channel = channel_of(fn, args)
         held = heads.get(channel)
-        if held is None or entry[:2] < held[:2]:
+        if held is None or entry[1] < held[1]:
             heads[channel] = entry
     if not heads:
         if timeout is None:
