@@ -45,31 +45,12 @@ def _bibw(size, window, policy, iterations=4, warmup=1, leave_pinned="auto"):
 def test_a_window_beyond_the_queue_depth_races_under_smallest_with_the_seeds_mechanism():
     result, err, events = _bibw(1024, 320, "smallest")
     assert result.exit_code == EXIT_TRANSPORT and "TERMINATE" in err
-    (terminate,) = [e for e in events if e[2] == "terminate_sent"]
-    facts = dict(terminate[4])
+    facts, credits_on_qp0, reposts = _seeds_mechanism(events)
     # the SEND found no usable buffer while re-posted ones were still queued in the NIC
     assert facts["usable"] == 0 < facts["posted"]
-    receiver = terminate[3].split("/")[0]  # node000 or node001
-    rank = int(receiver[-1])
     # the credits of queue 1 left on QP 0 (smallest), overtaking the re-post queued
     # behind the receiver's own sends in the T3's single work queue
-    credits_on_qp0 = [
-        e
-        for e in events
-        if e[2] == "credit_msg"
-        and e[3] == f"rank{rank}->{1 - rank}"
-        and dict(e[4])["qp"] == 1
-        and dict(e[4])["on_qp"] == 0
-        and dict(e[4])["credits"] > 0
-        and e[0] < terminate[0]
-    ]
-    assert credits_on_qp0
-    reposts = [
-        e
-        for e in events
-        if e[2] == "post_rr" and e[3] == f"rank{rank}->{1 - rank}" and dict(e[4])["qp"] == 1
-    ]
-    assert reposts and reposts[-1][0] <= credits_on_qp0[-1][0]
+    assert credits_on_qp0 and reposts and reposts[-1][0] <= credits_on_qp0[-1][0]
 
 
 def test_the_same_window_passes_under_own():
