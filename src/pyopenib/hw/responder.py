@@ -7,8 +7,6 @@ through the transmit port's control queue."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .memory import Access
 from .packet import (
     ACK,
@@ -188,7 +186,7 @@ class Responder:
 
     def _land_write(self, mr, off: int, payload: bytes) -> None:
         """An RDMA WRITE's bytes reach host memory (a CPU polling it sees them now)."""
-        mr.buffer[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        mr.view[off : off + len(payload)] = payload
         if mr.on_remote_write is not None:
             mr.on_remote_write()
 
@@ -209,7 +207,7 @@ class Responder:
             resp.expected_psn = pkt.psn + 1
             resp.expected_msn = pkt.msn + 1
         off = pkt.remote_addr - mr.addr
-        data = mr.buffer[off : off + pkt.msg_len].tobytes()
+        data = mr.view[off : off + pkt.msg_len].tobytes()
         # cut-through, as for a send: the first response packet leaves once its bytes
         # are read, the others follow at bus rate
         sim = self.sim

@@ -252,6 +252,28 @@ class Simulator:
         heappush(heap, (when, seq, current.switch, ()))
         loop.switch()
 
+    def sleep_if_process(self, delay: int) -> bool:
+        """``sleep(delay)`` when the caller is a process (True); from the event loop
+        itself, which cannot block, nothing happens (False). The host model pays a rank's
+        CPU time this way several times per message: one call and one ``getcurrent``
+        where ``in_process`` and ``sleep`` were two of each; the same fold rule."""
+        current = getcurrent()
+        loop = self._loop
+        if current is loop:
+            return False
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        when = self.now + delay
+        heap = self._heap
+        if when <= self._fold_until and (not heap or heap[0][0] > when):
+            self.now = when  # folded (module docstring), as in ``sleep``
+            self.sleeps_folded += 1
+            return True
+        self._seq = seq = self._seq + 1
+        heappush(heap, (when, seq, current.switch, ()))
+        loop.switch()
+        return True
+
     def wait(self, event: Event):
         """Block the calling process until ``event`` triggers; returns its value."""
         if event.triggered:
