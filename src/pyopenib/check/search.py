@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from ..sim import Oracle, Tracer
 from ..sim.choice import duration_options
 from ..sim.ties import TIE_LABEL, TieControl
-from .footprint import ANY, Footprints, event_object, host_projection
+from .causal import LoggedStep, Move, RunLog, reorders
+from .footprint import ANY, Footprints, event_object, host_projection, ordered_channel
 from .timing import Timing, duration_choices
 
 __all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
@@ -38,6 +39,27 @@ __all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
 LOCAL_PREFIXES = ("nic.", "host.")
 """Duration labels whose event belongs to the host that draws them (a doorbell, a WQE, a
 completion write, a poll): the events they are timed against are that host's."""
+
+ADDITIVE_LABELS = frozenset(
+    {
+        "nic.doorbell",
+        "nic.recv_wqe",
+        "nic.send_wqe",
+        "nic.recv_usable",
+        "nic.cqe",
+        "nic.rx",
+        "wire.link",
+        "wire.switch",
+    }
+)
+"""Durations the device models only *add* to times of the drawing step (what it schedules,
+the clocks it writes): a value ``delta`` away from the drawn one moves that step's later
+schedules by at most ``delta``, which the causal-future test needs (``check/causal.py``).
+Not ``nic.pcie`` (a read's round trip counts it twice), ``host.poll`` (once per completion
+polled) or ``sm.*`` (host clocks the footprints do not name): they keep every value."""
+
+HOST_POST_LABELS = frozenset({"nic.doorbell"})
+"""Durations a host's post draws for the one event it schedules (``Move.first_only``)."""
 
 
 @dataclass
@@ -59,7 +81,19 @@ class Choice:
 
 
 class _Step:
-    __slots__ = ("seq", "obj", "fp", "lo", "hi", "tie", "tpos")
+    __slots__ = (
+        "seq",
+        "obj",
+        "fp",
+        "lo",
+        "hi",
+        "tie",
+        "tpos",
+        "when",
+        "channel",
+        "clocks",
+        "decisions",
+    )
 
     def __init__(self, seq, obj, fp, lo, tpos):
         self.seq = seq
@@ -92,12 +126,18 @@ class SearchOracle(Oracle):
         labels=None,
         reduce: bool = True,
         footprints=Footprints,
+        leaf_children: bool = False,
     ):
         self.script = list(script)
         self.timing = timing
         self.labels = labels
         self.reduce = reduce
         self.trail: list[Choice] = []
+        self._log = RunLog() if reduce and leaf_children and timing is not None else None
+        """With ``leaf_children`` (this run's children are the search's last level) the
+        whole run is logged, so that a duration's values that reorder nothing are pruned
+        (``check/causal.py``)."""
+        self._moves: list[Move] = []
         self.ties = None if timing is None else TieControl(event_object, observer=self)
         self.sim = None
         self._footprints = footprints()
@@ -139,6 +179,15 @@ class SearchOracle(Oracle):
             return nominal
         pick = self.choose(label, len(values))
         self.trail[-1].values = values
+        if self._log is not None and label in ADDITIVE_LABELS and self._steps:
+            self._moves.append(
+                Move(
+                    len(self.trail) - 1,
+                    len(self._log.steps),
+                    self.sim.scheduled,
+                    label in HOST_POST_LABELS,
+                )
+            )
         return values[pick]
 
     def _relevant(self, label: str):
@@ -173,6 +222,11 @@ class SearchOracle(Oracle):
             self._when = when
         fp = self._footprints.static(sim, obj, entry[2], entry[3])
         step = _Step(entry[1], obj, fp, sim.scheduled, len(sim.tracer.events))
+        if self._log is not None:
+            step.when = when
+            step.channel = ordered_channel(entry[2], entry[3])
+            step.clocks = self._footprints.clocks(fp)
+            step.decisions = self._footprints.decision_times(fp)
         if heads is not None and self._tie_index is not None:
             step.tie = (self._tie_index, [h[1] for h in heads])
         self._tie_index = None
@@ -184,10 +238,47 @@ class SearchOracle(Oracle):
         events = sim.tracer.events
         if len(events) > step.tpos:
             step.fp |= self._footprints.learn(sim, events[step.tpos :])
+        if self._log is not None:
+            self._log_step(step, events)
+
+    def _log_step(self, step: _Step, events) -> None:
+        """Keep what ``check/causal.py`` needs of the step that just ran: its footprint
+        with the trace actors it wrote to, its children, channel, clocks and decisions."""
+        fp = set(step.fp)
+        for ev in events[step.tpos :]:
+            if ev[1] != "wire":
+                fp.add(("actor", ev[3]))
+        footprints = self._footprints
+        clocks = footprints.clocks(step.fp)
+        self._log.add(
+            LoggedStep(
+                step.when,
+                step.seq,
+                frozenset(fp),
+                step.lo,
+                step.hi,
+                step.channel,
+                tuple(clocks),
+                step.clocks,
+                clocks,
+                step.decisions + footprints.decision_times(step.fp),
+            )
+        )
 
     def finish(self) -> None:
-        """The run is over: analyse its last instant."""
+        """The run is over: analyse its last instant, and with the run logged, which
+        values of each duration can reorder dependent events."""
         self._close_instant()
+        if self._log is None:
+            return
+        for move in self._moves:
+            choice = self.trail[move.trail_index]
+            base = choice.values[choice.chosen]
+            choice.alternatives = tuple(
+                k
+                for k in range(1, choice.options)
+                if k != choice.chosen and reorders(self._log, move, choice.values[k] - base)
+            )
 
     def _close_instant(self) -> None:
         steps = self._steps
@@ -274,12 +365,15 @@ class SearchResult:
     """Branching choice points of the nominal run, per label."""
     pruned: int = 0
     """Tie alternatives the reduction proved redundant (children not run)."""
+    pruned_values: int = 0
+    """Duration values of the last level whose moved event and causal future reorder no
+    dependent events (``check/causal.py``): children not run."""
 
 
 def _execute(task):
     """One steered run (a worker's task)."""
-    run, script, timing, labels, reduce, footprints = task
-    oracle = SearchOracle(script, timing, labels, reduce, footprints)
+    run, script, timing, labels, reduce, footprints, leaf_children = task
+    oracle = SearchOracle(script, timing, labels, reduce, footprints, leaf_children)
     ok, outcome = run(oracle)
     oracle.finish()
     return ok, outcome, oracle.trail, oracle.signature()
@@ -333,6 +427,7 @@ def explore(
     executions = 0
     classes: set[str] = set()
     pruned = 0
+    pruned_values = 0
     nominal_trail: list[Choice] = []
     violation = None
     depth = 0
@@ -354,6 +449,7 @@ def explore(
             met.get(TIE_LABEL, 0),
             met,
             pruned,
+            pruned_values,
         )
 
     while level:
@@ -362,7 +458,8 @@ def explore(
             if executions >= max_executions:
                 return result(False)
             chunk = level[at : at + min(batch, max_executions - executions)]
-            tasks = [(run, script_of(d), timing, labels, reduce, footprints) for d in chunk]
+            leaves = depth + 1 == bound  # this level's children are the last level
+            tasks = [(run, script_of(d), timing, labels, reduce, footprints, leaves) for d in chunk]
             for devs, (ok, outcome, trail, sig) in zip(
                 chunk, workers.map(_execute, tasks), strict=True
             ):
@@ -391,6 +488,8 @@ def explore(
                     alts = c.alternatives_or_all()
                     if c.label == TIE_LABEL:
                         pruned += c.options - 1 - len(alts)
+                    elif c.alternatives is not None:
+                        pruned_values += c.options - 1 - len(alts)
                     for alt in alts:
                         following.append((*devs, (j, alt)))
         levels_complete = depth
