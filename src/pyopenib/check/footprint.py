@@ -252,6 +252,7 @@ class Footprints:
             holders[("pcie", nic.name)] = nic.pcie
             holders[("port", nic.name)] = nic
             holders["fabric"] = nic.fabric
+
     def learn(self, sim, events) -> set:
         """Learn where ranks run from the trace events one step emitted. The static
         footprint of a step already covers what it touched, so nothing is added."""
