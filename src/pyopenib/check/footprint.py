@@ -206,6 +206,33 @@ class Footprints:
         self._holders: dict = {}
         """footprint element -> the model object whose clocks it names (``clocks``)."""
 
+    ADDITIVE = frozenset(
+        {
+            "nic.doorbell",
+            "nic.recv_wqe",
+            "nic.send_wqe",
+            "nic.recv_usable",
+            "nic.cqe",
+            "nic.rx",
+            "wire.link",
+            "wire.switch",
+        }
+    )
+    """Durations the device models only *add* to the times of the step that draws them
+    (what it schedules after the draw, the clocks it writes): a value ``delta`` away moves
+    those by at most ``delta``, which ``check/causal.py`` needs. Not ``nic.pcie`` (a read's
+    round trip counts it twice), ``host.poll`` (once per completion polled) or ``sm.*``
+    (host clocks this module does not name): those keep every value."""
+
+    FIRST_ONLY = frozenset({"nic.doorbell"})
+    """Durations a host's post draws for the one event it schedules (the doorbell): the
+    rank's later schedules in the same step do not depend on them."""
+
+    @staticmethod
+    def channel(fn, args):
+        """The ordered channel of an event (``ordered_channel``)."""
+        return ordered_channel(fn, args)
+
     def clocks(self, fp) -> dict:
         """The current values of the clocks the state in ``fp`` carries, by key: times
         the models compare with a time computed from ``now`` and ``max`` (what a move in

@@ -31,35 +31,14 @@ from ..sim import Oracle, Tracer
 from ..sim.choice import duration_options
 from ..sim.ties import TIE_LABEL, TieControl
 from .causal import LoggedStep, Move, RunLog, reorders
-from .footprint import ANY, Footprints, event_object, host_projection, ordered_channel
-from .timing import Timing, duration_choices
+from .footprint import ANY, Footprints, event_object, host_projection
+from .timing import UNTIMED_PREFIXES, Timing, duration_choices
 
 __all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
 
 LOCAL_PREFIXES = ("nic.", "host.")
 """Duration labels whose event belongs to the host that draws them (a doorbell, a WQE, a
 completion write, a poll): the events they are timed against are that host's."""
-
-ADDITIVE_LABELS = frozenset(
-    {
-        "nic.doorbell",
-        "nic.recv_wqe",
-        "nic.send_wqe",
-        "nic.recv_usable",
-        "nic.cqe",
-        "nic.rx",
-        "wire.link",
-        "wire.switch",
-    }
-)
-"""Durations the device models only *add* to times of the drawing step (what it schedules,
-the clocks it writes): a value ``delta`` away from the drawn one moves that step's later
-schedules by at most ``delta``, which the causal-future test needs (``check/causal.py``).
-Not ``nic.pcie`` (a read's round trip counts it twice), ``host.poll`` (once per completion
-polled) or ``sm.*`` (host clocks the footprints do not name): they keep every value."""
-
-HOST_POST_LABELS = frozenset({"nic.doorbell"})
-"""Durations a host's post draws for the one event it schedules (``Move.first_only``)."""
 
 
 @dataclass
@@ -93,6 +72,8 @@ class _Step:
         "channel",
         "clocks",
         "decisions",
+        "draws",
+        "child_times",
     )
 
     def __init__(self, seq, obj, fp, lo, tpos):
@@ -103,6 +84,22 @@ class _Step:
         self.hi = lo
         self.tie = None  # (trail index, head seqs) when the step was a branching tie
         self.tpos = tpos
+        self.draws = ()  # windows [first, end] of the durations it drew (their cuts)
+        self.child_times = ()  # when what it scheduled is due (recorded at tied instants)
+
+
+def _cut_may_differ(steps: list[_Step], p: int) -> bool:
+    """Whether another order of the instant's steps from ``p`` on can change the cut of a
+    duration one of them draws: a duration is cut at the events pending when it is drawn
+    (``check/timing.py``), and what another of these steps schedules into its window is
+    pending or not depending on which runs first. Commuting steps reach the same state,
+    but not the same choice points."""
+    for q in range(p, len(steps)):
+        for first, end in steps[q].draws:
+            for r in range(p, len(steps)):
+                if r != q and any(first <= t <= end for t in steps[r].child_times):
+                    return True
+    return False
 
 
 def _conflict(a: set, b: set) -> bool:
@@ -133,7 +130,8 @@ class SearchOracle(Oracle):
         self.labels = labels
         self.reduce = reduce
         self.trail: list[Choice] = []
-        self._log = RunLog() if reduce and leaf_children and timing is not None else None
+        durations_branch = timing is not None and timing is not Timing.NOMINAL
+        self._log = RunLog() if reduce and leaf_children and durations_branch else None
         """With ``leaf_children`` (this run's children are the search's last level) the
         whole run is logged, so that a duration's values that reorder nothing are pruned
         (``check/causal.py``)."""
@@ -144,6 +142,7 @@ class SearchOracle(Oracle):
         self._when = None
         self._steps: list[_Step] = []
         self._tie_index = None
+        self._tied = False  # the current instant has had a branching tie
 
     # -- the oracle ----------------------------------------------------------------------
     def _branches(self, label: str) -> bool:
@@ -172,6 +171,8 @@ class SearchOracle(Oracle):
         elif self.sim is None:
             return nominal
         else:
+            if self._steps and self.timing is not Timing.NOMINAL:
+                self._steps[-1].draws += (self._window(label, lo, hi),)
             values = duration_choices(
                 self.timing, self.sim, label, lo, nominal, hi, self._relevant(label)
             )
@@ -179,16 +180,24 @@ class SearchOracle(Oracle):
             return nominal
         pick = self.choose(label, len(values))
         self.trail[-1].values = values
-        if self._log is not None and label in ADDITIVE_LABELS and self._steps:
+        if self._log is not None and label in self._footprints.ADDITIVE and self._steps:
             self._moves.append(
                 Move(
                     len(self.trail) - 1,
                     len(self._log.steps),
                     self.sim.scheduled,
-                    label in HOST_POST_LABELS,
+                    label in self._footprints.FIRST_ONLY,
                 )
             )
         return values[pick]
+
+    def _window(self, label: str, lo: int, hi: int) -> tuple[int, int]:
+        """The instants whose pending events cut a duration drawn now (``duration_choices``):
+        the interval, or everything ahead for a duration ``untimed`` frees."""
+        now = self.sim.now
+        if self.timing is Timing.UNTIMED and label.startswith(UNTIMED_PREFIXES):
+            return (now, 1 << 126)
+        return (now + lo, now + hi)
 
     def _relevant(self, label: str):
         """Which pending events a duration drawn now can be reordered against usefully:
@@ -220,21 +229,26 @@ class SearchOracle(Oracle):
         if when != self._when:
             self._close_instant()
             self._when = when
+            self._tied = False
         fp = self._footprints.static(sim, obj, entry[2], entry[3])
         step = _Step(entry[1], obj, fp, sim.scheduled, len(sim.tracer.events))
         if self._log is not None:
             step.when = when
-            step.channel = ordered_channel(entry[2], entry[3])
+            step.channel = self._footprints.channel(entry[2], entry[3])
             step.clocks = self._footprints.clocks(fp)
             step.decisions = self._footprints.decision_times(fp)
         if heads is not None and self._tie_index is not None:
             step.tie = (self._tie_index, [h[1] for h in heads])
+            self._tied = True
         self._tie_index = None
         self._steps.append(step)
 
     def after(self, sim) -> None:
         step = self._steps[-1]
         step.hi = sim.scheduled
+        if self._tied and step.hi > step.lo and self.timing is not Timing.NOMINAL:
+            lo, hi = step.lo, step.hi
+            step.child_times = tuple(e[0] for e in sim.pending() if lo < e[1] <= hi)
         events = sim.tracer.events
         if len(events) > step.tpos:
             step.fp |= self._footprints.learn(sim, events[step.tpos :])
@@ -299,6 +313,8 @@ class SearchOracle(Oracle):
                 continue
             trail_index, head_seqs = s.tie
             chosen = self.trail[trail_index].chosen
+            if _cut_may_differ(steps, p):
+                continue  # every alternative stays (Choice.alternatives None)
             alts = []
             for i, seq in enumerate(head_seqs):
                 if i == chosen:
