@@ -117,6 +117,12 @@ class Fabric:
     def nic(self, lid: int):
         return self._ports[lid].nic
 
+    def port_clocks(self, lid: int) -> tuple[int, int, int]:
+        """The switch port towards ``lid``: its output's busy time and the FIFO clamps of
+        its two links (a model checker follows a moved packet through them)."""
+        port = self._ports[lid]
+        return (port.busy_until, port.last_in, port.last_out)
+
     def transmit(self, pkt: Packet, src_lid: int, left: int = -1) -> None:
         """Called by a NIC when ``pkt`` has been fully serialized onto its link: now, or
         at ``left`` (>= now) when its port folded the serialization (``send_ack``)."""
