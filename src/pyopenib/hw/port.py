@@ -76,7 +76,9 @@ class TransmitPort:
         the port with nothing to do: the ACK goes to the switch now as having left at that
         instant (``Fabric.transmit``'s ``left``), and the port stays idle. The same
         switch grants, arrival time and order of every later event; the heap entry is
-        gone (``events_folded``). A loss draw would trace: no fold on a lossy fabric."""
+        gone (``events_folded``). A loss draw would trace: no fold on a lossy fabric.
+        ``check``'s footprints (``check/footprint.py``) describe the unfolded events,
+        which is what a search runs: its oracles are not ``plain``, so nothing folds."""
         nic = self.nic
         if not (self.busy or self.ctrl or self.active or self.fabric.lossy):
             if pkt.dst_lid != nic.lid:
