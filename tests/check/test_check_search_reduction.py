@@ -285,3 +285,57 @@ def test_a_duration_whose_future_meets_nothing_is_not_run():
     shared = search(run, True)
     assert shared.complete and shared.executions == 3 and shared.pruned_values == 0
     assert len(run.outcomes) == 2
+
+
+class _Alarm:
+    """A timer set at 5 that a canceller withdraws, nominally at 2; later than 5 in
+    another timing, the alarm fires and writes the register."""
+
+    def __init__(self, sim, regs):
+        self.sim = sim
+        self.regs = regs
+        self.timer = None
+
+    def start(self):
+        self.timer = self.sim.timer(5, self.ring)
+        self.sim.schedule(self.sim.duration("toy.step", 1, 2, 10), self.cancel)
+
+    def cancel(self):
+        self.timer.cancel()
+
+    def ring(self):
+        self.regs[0] += 1
+
+
+class _AlarmFootprints(TimedToyFootprints):
+    def static(self, sim, obj, fn, args):
+        return {("alarm",)}
+
+
+def test_a_withdrawn_timer_is_an_instant_a_move_may_cross():
+    """The canceller's move past the timer's instant lets it fire: the drawing run never
+    ran the timer, so only its withdrawn instant in the analysis keeps that value."""
+    outcomes = {False: set(), True: set()}
+
+    def run(reduce):
+        def execute(oracle):
+            sim = Simulator(oracle=oracle)
+            regs = [0]
+            alarm = _Alarm(sim, regs)
+            sim.schedule(0, alarm.start)
+            sim.run()
+            outcomes[reduce].add(regs[0])
+            return True, repr(regs)
+
+        return explore(
+            execute,
+            Timing.BOUNDS,
+            1,
+            None,
+            stop_at_first=False,
+            reduce=reduce,
+            footprints=_AlarmFootprints,
+        )
+
+    assert run(False).complete and run(True).complete
+    assert outcomes[True] == outcomes[False] == {0, 1}

@@ -51,7 +51,7 @@ from ..btl.module import OpenibModule
 from ..hw.nic import Nic
 from ..hw.packet import READ_REQ
 from ..hw.port import TransmitPort
-from ..hw.qp import HwQp, QpState
+from ..hw.qp import HwQp, QpState, ack_timeout_ps
 from ..hw.requester import Requester
 from ..hw.responder import Responder
 from ..hw.work import SendWR
@@ -260,15 +260,21 @@ class Footprints:
 
     def decision_times(self, fp) -> tuple:
         """The instants the state in ``fp`` compares with ``now`` to *choose* what happens
-        (the transmit arbiter's, ``_port_times``): a move that carries one of them across
-        ``now``, or ``now`` across one, may change behaviour, not only times."""
+        (the transmit arbiter's, ``_port_times``; an armed transport timer's deadline,
+        which decides between waiting and retransmitting): a move that carries one of
+        them across ``now``, or ``now`` across one, may change behaviour, not only times."""
         out = ()
         holders = self._holders
         for element in fp:
-            if element[0] == "port":
+            kind = element[0]
+            if kind == "port":
                 holder = holders.get(element)
                 if holder is not None:
                     out += _port_times(holder.port)
+            elif kind == "qp":
+                qp = holders.get(element)
+                if qp is not None and qp.req.rto_armed:
+                    out += (qp.req.rto_base + ack_timeout_ps(qp.timeout),)
         return out
 
     def _register(self, qp: HwQp | None, nic) -> None:

@@ -88,6 +88,9 @@ class _Step:
         self.child_times = ()  # when what it scheduled is due (recorded at tied instants)
 
 
+_EVERYTHING = frozenset({ANY})
+
+
 def _cut_may_differ(steps: list[_Step], p: int) -> bool:
     """Whether another order of the instant's steps from ``p`` on can change the cut of a
     duration one of them draws: a duration is cut at the events pending when it is drawn
@@ -242,6 +245,13 @@ class SearchOracle(Oracle):
             self._tied = True
         self._tie_index = None
         self._steps.append(step)
+
+    def withdrawn(self, sim, entry) -> None:
+        """A timer withdrawn before it fired: in another timing it may fire, so the run's
+        log keeps its instant as an event that conflicts with everything."""
+        if self._log is not None:
+            at = sim.scheduled
+            self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
 
     def after(self, sim) -> None:
         step = self._steps[-1]

@@ -38,6 +38,7 @@ from ..sim import Oracle, Tracer
 from ..sim.untimed import UntimedControl
 from .channels import channel_name, channel_of, is_timeout
 from .critical import first_deciding_prefix
+from .fingerprint import state_fingerprint
 from .footprint import ANY, Footprints, event_object
 
 __all__ = [
@@ -56,6 +57,43 @@ class SleepBlocked(BaseException):  # noqa: N818 - a control-flow signal, not an
     """Raised out of a run whose every enabled transition is asleep: each continuation
     is covered by an explored execution. A ``BaseException`` so that no ``except
     Exception`` of the model swallows it."""
+
+
+class Visited(SleepBlocked):
+    """Raised out of a run that reached a state explored before with a sleep set no larger
+    than this one's: every continuation is covered by that exploration."""
+
+
+class CycleFound(RuntimeError):
+    """The path came back to a state on it: the untimed state graph has a cycle, and the
+    stateful search (whose sleep-set rule assumes an acyclic graph) refuses to go on."""
+
+
+class StateCache:
+    """The visited states of a stateful search: fingerprint -> the sleep set (event
+    tokens, ``check/fingerprint.py``) whose complement was explored from it.
+
+    Godefroid, Holzmann and Pirottin's rule ("State-space caching revisited", 1995):
+    a state explored with sleep set Z1 has explored every enabled event outside Z1. Met
+    again with sleep set Z2, the events of Z1 \\ Z2 remain: if there are none the state is
+    pruned, else exactly those are explored (the others join the sleep set as explored
+    siblings do) and the entry becomes Z1 ∩ Z2. Sound for every reachable state and
+    terminal state on an acyclic graph, which the search checks (``CycleFound``)."""
+
+    def __init__(self, channel_of, is_timeout):
+        self.channel_of = channel_of
+        self.is_timeout = is_timeout
+        self.sleeps: dict[bytes, frozenset] = {}
+        self.matched = 0
+        """Arrivals at a state already in the cache (pruned or narrowed)."""
+        self.fingerprint_s = 0.0
+        """CPU seconds spent fingerprinting."""
+
+    def fingerprint(self, sim):
+        start = time.process_time()
+        out = state_fingerprint(sim, self.channel_of, self.is_timeout)
+        self.fingerprint_s += time.process_time() - start
+        return out
 
 
 def _conflict(a, b) -> bool:
@@ -192,9 +230,20 @@ class UntimedOracle(Oracle):
     0. ``frames`` records every state met."""
 
     def __init__(
-        self, prefix=(), footprints=Footprints, reduce: bool = True, channels=None, rng=None
+        self,
+        prefix=(),
+        footprints=Footprints,
+        reduce: bool = True,
+        channels=None,
+        rng=None,
+        cache: StateCache | None = None,
     ):
         self.prefix = list(prefix)
+        self.cache = cache
+        """A stateful search's visited states: past the prefix each new state is looked
+        up (``StateCache``); None searches statelessly."""
+        self._path: set = set()
+        """Fingerprints of the states of this path past the prefix (cycle check)."""
         self.reduce = reduce
         self.rng = rng
         """Past the prefix: a ``random.Random`` picks among the enabled events (a
@@ -246,6 +295,8 @@ class UntimedOracle(Oracle):
             else:
                 chosen = next((i for i, s in enumerate(seqs) if s not in sleep), None)
             done = []
+            if self.cache is not None and self.rng is None:
+                chosen, done, backtrack = self._cached(sim, seqs, sleep)
             if chosen is None:
                 self.frames.append(_Frame(seqs, fps, sleep, -1, done, channels))
                 raise SleepBlocked
@@ -262,6 +313,29 @@ class UntimedOracle(Oracle):
             taken = fps[chosen]
             self._sleep = {s: z for s, z in asleep.items() if not _conflict(z, taken)}
         return chosen
+
+    def _cached(self, sim, seqs, sleep):
+        """A new state of a stateful search: ``(chosen, explored, backtrack)`` by the
+        cache's rule (``StateCache``); raises ``Visited`` when nothing is left here."""
+        cache = self.cache
+        digest, tokens = cache.fingerprint(sim)
+        if digest in self._path:
+            raise CycleFound("the untimed state graph has a cycle: a path met one state twice")
+        self._path.add(digest)
+        asleep = frozenset(tokens[s] for s in sleep)
+        everything = set(range(len(seqs)))
+        stored = cache.sleeps.get(digest)
+        if stored is None:
+            cache.sleeps[digest] = asleep
+            awake = [i for i, s in enumerate(seqs) if s not in sleep]
+            return (awake[0] if awake else None), [], everything
+        cache.matched += 1
+        cache.sleeps[digest] = stored & asleep
+        left = [i for i, s in enumerate(seqs) if tokens[s] in stored and s not in sleep]
+        if not left:
+            raise Visited
+        explored = [i for i, s in enumerate(seqs) if tokens[s] not in stored and s not in sleep]
+        return left[0], explored, set(left)
 
     def script(self) -> list[tuple]:
         """The path of this run as a prefix another oracle replays exactly."""
@@ -284,6 +358,13 @@ class UntimedResult:
     max_depth: int
     cpu_s: float
     cut_by: str | None = None
+    matched: int = 0
+    """Stateful search: arrivals at a state met before (each pruned or narrowed to the
+    events its first visit left asleep); 0 for a stateless search."""
+    distinct: int = 0
+    """Stateful search: distinct states (fingerprints) met; 0 for a stateless search."""
+    fingerprint_s: float = 0.0
+    """Stateful search: CPU seconds spent fingerprinting states."""
 
 
 def explore_untimed(
@@ -295,18 +376,38 @@ def explore_untimed(
     footprints=Footprints,
     progress=None,
     channels=None,
+    stateful: bool = False,
+    timeouts=None,
 ) -> UntimedResult:
     """Search every untimed order of ``run(oracle) -> (ok, outcome)`` depth-first (see
     the module docstring). ``progress(result)``, when given, is called after each run;
     ``footprints`` and ``channels`` default to the hardware model's (tests pass a toy's);
-    ``reduce=False`` explores every enabled transition of every state."""
+    ``reduce=False`` explores every enabled transition of every state. ``stateful``
+    keeps the visited states (``StateCache``) and prunes by them with sleep sets, in
+    place of the source sets of DPOR (whose races a pruned subtree would hide)."""
     start_cpu = time.process_time()
     start_wall = time.monotonic()
     prefix: list[tuple] = []
     executions = pruned = states = steps = max_depth = 0
     violation = None
+    cache = StateCache(channels or channel_of, timeouts or is_timeout) if stateful else None
 
     def result(complete, cut_by=None):
+        if cache is not None:
+            return UntimedResult(
+                executions,
+                pruned,
+                states,
+                steps,
+                complete,
+                violation,
+                max_depth,
+                time.process_time() - start_cpu,
+                cut_by,
+                cache.matched,
+                len(cache.sleeps),
+                cache.fingerprint_s,
+            )
         return UntimedResult(
             executions,
             pruned,
@@ -320,7 +421,7 @@ def explore_untimed(
         )
 
     while True:
-        oracle = UntimedOracle(prefix, footprints, reduce, channels)
+        oracle = UntimedOracle(prefix, footprints, reduce or stateful, channels, cache=cache)
         try:
             ok, outcome = run(oracle)
             executions += 1
@@ -328,7 +429,7 @@ def explore_untimed(
             ok, outcome = True, None
             pruned += 1
         frames = oracle.frames
-        if reduce:
+        if reduce and cache is None:
             add_races(frames)
         states += len(frames) - len(prefix)
         steps += oracle.ties.steps
