@@ -42,6 +42,8 @@ class Case:
     budget: int = 400
     walks: bool = False
     """Untimed only: seeded random walks (``budget`` of them) instead of the search."""
+    reduce: bool = True
+    """Timed searches: False runs every alternative (no tie or duration-value pruning)."""
     stateful: bool = False
     """Untimed only: the stateful search (visited states with sleep sets) instead of
     source-set DPOR."""
@@ -52,6 +54,16 @@ CASES = (
     Case("T3 own nominal (ties)", "chelsio-t3", "own", Timing.NOMINAL, 1),
     Case("T3 own lo/hi (before)", "chelsio-t3", "own", None, 1, budget=2000),
     Case("T3 own bounds", "chelsio-t3", "own", Timing.BOUNDS, 1, budget=2000),
+    Case(
+        "T3 own bounds, no reduction",
+        "chelsio-t3",
+        "own",
+        Timing.BOUNDS,
+        1,
+        budget=2000,
+        reduce=False,
+    ),
+    Case("T3 smallest bounds", "chelsio-t3", "smallest", Timing.BOUNDS, 1),
     Case("T3 smallest untimed", "chelsio-t3", "smallest", Timing.UNTIMED, 0, budget=2000),
     Case("T3 own untimed, 1 fragment", "chelsio-t3", "own", Timing.UNTIMED, 0, 1, budget=1000),
     Case(
@@ -124,7 +136,7 @@ def measure(case: Case) -> dict:
             verdict = "proved (every order)" if res.complete else f"cut ({seen})"
         return row(res.executions + res.pruned, res.executions, "-", verdict)
     labels = RACE_LABELS | {TIE_LABEL} if case.race_labels else None
-    res = explore(run, case.timing, case.bound, labels, case.budget)
+    res = explore(run, case.timing, case.bound, labels, case.budget, reduce=case.reduce)
     if res.violation is not None:
         verdict = f"violated (level {res.violation.level})"
     else:

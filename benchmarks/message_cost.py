@@ -9,7 +9,9 @@ and what is left is the steady per-message cost:
 
 * **events**: heap entries pushed (``Simulator.scheduled``) and callbacks run
   (``Simulator.events_run``), and the sleeps the kernel folded instead of pushing
-  (``Simulator.sleeps_folded``: a rank's sleep whose wake-up was the next event);
+  (``Simulator.sleeps_folded``: a rank's sleep whose wake-up was the next event), and the
+  events a callback did at once instead of scheduling (``Simulator.events_folded``: an
+  ACK's serialization, ``TransmitPort.send_ack``);
 * **switches**: greenlet switches (``greenlet.settrace``), a rank blocking and resuming;
 * **calls**: function calls cProfile counts, by layer — the package of ``pyopenib`` the
   function is defined in (``mpi``, ``pml``, ``btl``, ``verbs``, ``hw``, ``sim``), the
@@ -78,6 +80,7 @@ def _job(round_trips: int, profile: cProfile.Profile | None = None) -> dict:
         "pushed": sim.scheduled,
         "ran": sim.events_run,
         "folded": sim.sleeps_folded,
+        "efolded": sim.events_folded,
         "switches": switches[0],
         "cpu": cpu,
         "sim_ps": result.sim_time_ps,
@@ -129,6 +132,7 @@ def measure(round_trips: int = ROUND_TRIPS) -> dict:
         "pushed": (long["pushed"] - short["pushed"]) / messages,
         "ran": (long["ran"] - short["ran"]) / messages,
         "folded": (long["folded"] - short["folded"]) / messages,
+        "efolded": (long["efolded"] - short["efolded"]) / messages,
         "switches": (long["switches"] - short["switches"]) / messages,
         "cpu_us": (long["cpu"] - short["cpu"]) / messages * 1e6,
         "sim_us": (long["sim_ps"] - short["sim_ps"]) / messages / 1e6,
@@ -148,6 +152,7 @@ def main(round_trips: int = ROUND_TRIPS) -> dict:
         "heap events",
         "callbacks run",
         "sleeps folded",
+        "events folded",
         "greenlet switches",
         "Python calls",
     ):
@@ -157,6 +162,7 @@ def main(round_trips: int = ROUND_TRIPS) -> dict:
         f"{m['pushed']:.2f}",
         f"{m['ran']:.2f}",
         f"{m['folded']:.2f}",
+        f"{m['efolded']:.2f}",
         f"{m['switches']:.2f}",
         f"{m['calls']:.1f}",
     )

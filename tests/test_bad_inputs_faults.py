@@ -144,3 +144,21 @@ def test_ctrl_c_during_bench_with_workers_exits_130_and_writes_no_json(tmp_path,
     assert "Traceback" not in out
     assert not result.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json.")]
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_is_raised_again_without_a_traceback(capsys):
+    """Python reports a ``KeyboardInterrupt`` raised in a weakref callback or ``__del__``
+    as "Exception ignored" and carries on: the simulated job would run forever (seen as
+    a lost Ctrl-C in `run`'s ping-pong loop). The CLI raises it again in ordinary code."""
+    from pyopenib.cli import keeping_ctrl_c
+
+    class InterruptedWhileDropped:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), keeping_ctrl_c():
+        InterruptedWhileDropped()
+        for _ in range(1000):  # it lands in ordinary code, as soon as it can
+            time.sleep(0.01)
+        pytest.fail("the interrupt was lost")
+    assert capsys.readouterr().err == ""

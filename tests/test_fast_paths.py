@@ -9,6 +9,7 @@ small workloads."""
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -87,6 +88,7 @@ def test_only_plain_oracles_let_the_kernel_fold():
 
 _OP = st.one_of(
     st.tuples(st.just("sleep"), st.integers(0, 20)),
+    st.tuples(st.just("pay"), st.integers(0, 20)),  # the host model's sleep_if_process
     st.tuples(st.just("event"), st.integers(0, 20)),  # a callback that logs when it runs
     st.tuples(st.just("wake"), st.integers(0, 3)),  # resume a suspended process
     st.tuples(st.just("suspend"), st.just(0)),
@@ -103,6 +105,8 @@ def _workload(fast: bool, programs) -> tuple[list, int]:
             log.append((sim.now, i, n, op))
             if op == "sleep":
                 sim.sleep(arg)
+            elif op == "pay":
+                assert sim.sleep_if_process(arg)
             elif op == "event":
                 sim.schedule(arg, log.append, (i, n, "ran"))
             elif op == "wake":
@@ -151,7 +155,10 @@ def test_the_ping_pong_traces_the_same_with_and_without_fast_paths():
     assert fast[0] == 0 and "messages 100" in fast[2]
     assert sim_fast.sleeps_folded > 100  # the host model's charges became folds
     assert sim_slow.sleeps_folded == 0
-    assert sim_fast.scheduled + sim_fast.sleeps_folded == sim_slow.scheduled
+    assert sim_fast.events_folded >= 100  # every message's ACK left without its event
+    assert sim_slow.events_folded == 0
+    folded = sim_fast.sleeps_folded + sim_fast.events_folded
+    assert sim_fast.scheduled + folded == sim_slow.scheduled
 
 
 def test_osu_latency_on_iwarp_traces_the_same_with_and_without_fast_paths():
@@ -159,3 +166,129 @@ def test_osu_latency_on_iwarp_traces_the_same_with_and_without_fast_paths():
     *fast, _ = _job(program, ["-m", "4096", "-i", "20", "-x", "2"], True, "chelsio-t3")
     *slow, _ = _job(program, ["-m", "4096", "-i", "20", "-x", "2"], False, "chelsio-t3")
     assert fast == slow and fast[0] == 0
+
+
+# -- the host model's one-call charge (``Simulator.sleep_if_process``) -------------------
+
+
+def test_sleep_if_process_sleeps_a_process_and_refuses_the_loop():
+    sim = Simulator()
+    log = []
+
+    def callback():
+        log.append(("loop", sim.sleep_if_process(7), sim.now))  # nothing happens
+
+    def body():
+        log.append(("process", sim.sleep_if_process(5), sim.now))  # nothing pending: folds
+        sim.schedule(1, log.append, "event")
+        log.append(("process", sim.sleep_if_process(5), sim.now))  # past an event: a wake-up
+
+    sim.schedule(20, callback)
+    sim.spawn(body)
+    sim.run()
+    assert log == [("process", True, 5), "event", ("process", True, 10), ("loop", False, 20)]
+    assert sim.sleeps_folded == 1
+
+
+def test_a_host_charge_from_the_loop_stays_owed_and_a_sleeping_rank_keeps_new_charges():
+    from pyopenib.sim.host import HostModel
+
+    sim = Simulator()
+    host = HostModel(sim, None, 0.0)  # no costs of its own: only its debt is tested
+    host.spend(4)  # the event loop cannot sleep: the debt waits for the rank
+    assert host.owed == 4 and sim.now == 0
+    seen = []
+
+    def rank():
+        host.settle()  # sleeps 4; another thread of the rank charges meanwhile
+        seen.append((sim.now, host.owed))
+        host.spend(0)
+        seen.append((sim.now, host.owed))
+
+    sim.spawn(rank)
+    sim.schedule(2, host.charge, 3)
+    sim.run()
+    assert seen == [(4, 3), (7, 0)]
+
+
+# -- the folded ACK serialization (``TransmitPort.send_ack``) -----------------------------
+
+sys.path.insert(0, str(ROOT / "tests" / "verbs"))
+
+from verbs_testbed import Pair, toy_model  # noqa: E402
+
+from pyopenib.verbs import SendFlags, SendWR, WrOpcode  # noqa: E402
+
+_VERB = st.tuples(
+    st.integers(0, 1),  # the side that posts
+    st.sampled_from(("send", "write", "read")),
+    st.integers(0, 6000),  # bytes: zero, one packet, several
+    st.integers(0, 3).map(lambda k: k * 250),  # post time (ps): coarse, so instants tie
+)
+
+
+def _verbs_run(fast: bool, verbs, seed: int | None):
+    tracer = Tracer()
+    oracle = RandomOracle(seed) if seed is not None else NominalOracle()
+    p = Pair(model=toy_model(), sim=Simulator(tracer=tracer, oracle=oracle, fast_paths=fast))
+    for side in (0, 1):
+        for i in range(len(verbs)):
+            p.post_recv(side, 1000 + i, offset=8192 * i, length=8192)
+    p.sim.run()
+    for i, (side, kind, n, at) in enumerate(verbs):
+        opcode = {"send": WrOpcode.SEND, "write": WrOpcode.RDMA_WRITE}.get(kind, WrOpcode.RDMA_READ)
+        mr = p.mr[1 - side]
+        wr = SendWR(i, opcode, p.sge(side, 8192 * i, n), SendFlags.SIGNALED, 0, mr.addr, mr.rkey)
+        p.sim.schedule(at, p.qp[side].post_send, wr)
+    p.sim.run()
+    completions = [[(wc.wr_id, wc.status, wc.byte_len) for wc in cq.poll(4096)] for cq in p.cq]
+    return tracer.events, completions, p.sim.now, p.sim.events_folded
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_VERB, min_size=1, max_size=6), st.none() | st.integers(0, 1000))
+def test_folded_acks_change_nothing_a_verbs_workload_can_see(verbs, seed):
+    *on, _ = _verbs_run(True, verbs, seed)
+    *off, folded_off = _verbs_run(False, verbs, seed)
+    assert on == off
+    assert folded_off == 0
+
+
+def test_the_kernel_allows_a_callback_fold_only_before_everything_pending():
+    sim = Simulator()
+    answers = []
+    sim.schedule(10, lambda: answers.append((sim.fold(19), sim.fold(20), sim.fold(21))))
+    sim.schedule(20, answers.append, "at 20")
+    sim.run()
+    assert answers == [(True, False, False), "at 20"]  # a tie at 20 runs first: no fold
+    assert sim.events_folded == 1
+    assert not sim.fold(0)  # outside ``run`` nothing folds
+    for sim in (Simulator(fast_paths=False), Simulator(oracle=ScriptedOracle())):
+        sim.schedule(1, lambda s=sim: answers.append(s.fold(5)))
+        sim.run()
+        assert answers[-1] is False
+    budget = Simulator()
+    budget.schedule(1, lambda: answers.append(budget.fold(5)))
+    budget.run(max_events=10)
+    assert answers[-1] is False
+
+
+def _ack_on_a_pair(tied_event: bool):
+    from pyopenib.hw.packet import ACK, Packet
+
+    p = Pair(model=toy_model())
+    p.sim.run()
+    nic, peer = p.ctx[0].nic, p.ctx[1].nic
+    qp = p.qp[0].hw
+    ack = Packet(ACK, nic.lid, peer.lid, qp.qpn, qp.dest_qpn, 0, 64)
+    seen = []
+    p.sim.schedule(5, lambda: (nic.port.send_ack(ack), seen.append(nic.port.busy)))
+    if tied_event:
+        p.sim.schedule(5, seen.append, "tied")
+    p.sim.run()
+    return seen, p.sim.events_folded
+
+
+def test_an_ack_folds_only_when_its_departure_would_be_the_next_event():
+    assert _ack_on_a_pair(False) == ([False], 1)  # left at once: the port stays idle
+    assert _ack_on_a_pair(True) == ([True, "tied"], 0)  # serialized as an event

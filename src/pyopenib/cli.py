@@ -4,7 +4,9 @@ a clean message and exit code (a traceback only with ``--debug``)."""
 
 from __future__ import annotations
 
+import _thread
 import sys
+from contextlib import contextmanager
 from importlib import import_module
 
 import click
@@ -36,7 +38,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with keeping_ctrl_c():
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except PyopenibError as exc:
@@ -59,6 +62,39 @@ class _Group(click.Group):
                 err=True,
             )
             sys.exit(EXIT_INTERNAL)
+
+
+_interrupt_main = _thread.interrupt_main
+_start_os_thread = _thread.start_new_thread
+"""The real ones, taken before a job can put simulated threads under ``_thread``."""
+
+
+@contextmanager
+def keeping_ctrl_c():
+    """A Ctrl-C is never lost. Python raises ``KeyboardInterrupt`` in whatever code runs
+    when the signal is handled; when that is a weakref callback or a ``__del__`` (the
+    simulator drops objects all the time: a request's entry in a ``WeakValueDictionary``),
+    Python prints "Exception ignored in ..." with a traceback and carries on, and the job
+    runs forever. Inside this block such a swallowed interrupt is delivered again, silently.
+
+    Not from the hook itself: the interpreter handles a pending signal right after the
+    call that sets it, which would still be inside the hook (and swallowed again). An OS
+    thread sets it instead; it needs the GIL first, which the main thread gives up only
+    after the hook has returned, so the interrupt lands in ordinary code (and should it
+    land in another finalizer, the same happens once more)."""
+    previous = sys.unraisablehook
+
+    def redeliver(unraisable) -> None:
+        if issubclass(unraisable.exc_type, KeyboardInterrupt):
+            _start_os_thread(_interrupt_main, ())
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = redeliver
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def _debug(ctx) -> bool:

@@ -5,7 +5,7 @@ the host (two QPs of one NIC, a rank and its NIC's work queues, commute)."""
 from __future__ import annotations
 
 from pyopenib.check.footprint import ANY, host_projection
-from pyopenib.check.scenario_runs import scenario_runner
+from pyopenib.check.scenario_runs import RACE_LABELS, scenario_runner
 from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
 from pyopenib.sim.ties import TIE_LABEL
@@ -81,3 +81,29 @@ def test_the_relation_is_per_queue_not_per_host():
     own_rank = next(fp for fp in rank_steps if fp == host_projection(first))
     assert not first & own_rank  # a rank's step commutes with its NIC's doorbells
     assert all(fp & first for fp in arrivals if qp in fp)  # an arrival on the QP races it
+
+
+class _Classes:
+    """A run that remembers the equivalence class of every execution it ran."""
+
+    def __init__(self, run):
+        self.run = run
+        self.seen: set[str] = set()
+
+    def __call__(self, oracle):
+        ok, text = self.run(oracle)
+        self.seen.add((ok, oracle.signature()))
+        return ok, text
+
+
+def test_bounds_reduction_reaches_every_class_of_the_unreduced_search():
+    """T3 ``own``, bounds K = 1 over the race's labels and ties, 18 fragments: the search
+    that prunes ties and duration values (their moved event's causal future,
+    ``check/causal.py``) meets the same classes, and verdicts, as the one without."""
+    labels = RACE_LABELS | {TIE_LABEL}
+    full, reduced = _Classes(_run(fragments=18)), _Classes(_run(fragments=18))
+    r_full = explore(full, Timing.BOUNDS, 1, labels, stop_at_first=False, reduce=False)
+    r_red = explore(reduced, Timing.BOUNDS, 1, labels, stop_at_first=False, reduce=True)
+    assert r_full.complete and r_red.complete
+    assert reduced.seen == full.seen and len(full.seen) > 1
+    assert r_red.pruned_values > 0 and r_red.executions < r_full.executions

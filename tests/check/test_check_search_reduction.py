@@ -163,3 +163,179 @@ def test_a_tie_is_a_choice_point_between_objects_not_within_one():
     # option 1 at the first tie: b's head runs first; a's two events keep their order
     assert seen == [("b", 0), ("a", 0), ("a", 1)]
     assert [c.label for c in oracle.trail] == [TIE_LABEL]
+
+
+# -- durations: a value is pruned only when its causal future reorders nothing ----------
+
+
+class _TimedWorker:
+    """A toy object whose steps run one after the other, each a duration after the
+    previous one (``toy.step``: lo, nominal, hi): a step updates one register
+    (non-commutatively) and may hand a zero-delay follow-up to a helper. Which steps of
+    different workers meet on a register, in which order, depends on the durations."""
+
+    def __init__(self, name, steps, regs, sim):
+        self.name = name
+        self.steps = list(steps)
+        self.regs = regs
+        self.sim = sim
+
+    def step(self, k):
+        var, spawn, interval = self.steps[k]
+        self.regs[var] = (self.regs[var] * 3 + self.name + 1) % 1009
+        if spawn is not None:
+            self.sim.schedule(0, _Helper(self.regs).touch, spawn)
+        if k + 1 < len(self.steps):
+            self.sim.schedule(self.sim.duration("toy.step", *interval), self.step, k + 1)
+
+
+class TimedToyFootprints(ToyFootprints):
+    """The toy's exact footprints, and what ``check/causal.py`` asks of a model: the
+    toy's durations only add to the time of the one step they schedule; it has no clocks,
+    decisions or ordered channels."""
+
+    ADDITIVE = frozenset({"toy.step"})
+    FIRST_ONLY = frozenset()
+
+    def static(self, sim, obj, fn, args):
+        if fn.__name__ == "step":
+            return {("reg", obj.steps[args[0]][0])}
+        return {("reg", args[0])}
+
+    @staticmethod
+    def channel(fn, args):
+        return None
+
+    def clocks(self, fp):
+        return {}
+
+    def decision_times(self, fp):
+        return ()
+
+
+class TimedToyRun:
+    def __init__(self, model, nregs):
+        self.model = model
+        self.nregs = nregs
+        self.outcomes: set[tuple] = set()
+
+    def __call__(self, oracle):
+        sim = Simulator(oracle=oracle)
+        regs = [0] * self.nregs
+        for name, (start, steps) in enumerate(self.model):
+            w = _TimedWorker(name, steps, regs, sim)
+            sim.schedule(start, w.step, 0)
+        sim.run()
+        self.outcomes.add(tuple(regs))
+        return True, repr(regs)
+
+
+_interval = st.tuples(st.integers(1, 6), st.integers(0, 4), st.integers(0, 6)).map(
+    lambda t: (t[0], t[0] + t[1], t[0] + t[1] + t[2])
+)
+_timed_step = st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)), _interval)
+_timed_model = st.lists(
+    st.tuples(st.integers(0, 12), st.lists(_timed_step, min_size=1, max_size=4)),
+    min_size=2,
+    max_size=3,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_timed_model, st.integers(1, 2))
+def test_pruned_duration_values_lose_no_final_state(model, bound):
+    """Bounds timing, K = 1 and 2: the reduced search (ties by persistent sets, last-level
+    duration values by their causal future) reaches every final state the search without
+    any reduction reaches. (This caught the tie reduction dropping an order whose cut
+    differs: a duration drawn at a tie's instant sees other pending events in another
+    order of the instant.)"""
+    full, reduced = TimedToyRun(model, 3), TimedToyRun(model, 3)
+    args = (Timing.BOUNDS, bound, None, 50_000)
+    kw = dict(stop_at_first=False, footprints=TimedToyFootprints)
+    r_full = explore(full, *args, reduce=False, **kw)
+    r_red = explore(reduced, *args, reduce=True, **kw)
+    assert r_full.complete and r_red.complete
+    assert reduced.outcomes == full.outcomes
+    assert r_red.executions <= r_full.executions
+
+
+def test_a_duration_whose_future_meets_nothing_is_not_run():
+    """Worker 0's second step (nominal at 5) may move to 1..9 across worker 1's step at 3:
+    on another register that crossing commutes and level 1 runs none of its two other
+    pieces; on the same register both stay, and the crossing order is reached."""
+
+    def model(var):
+        return [(0, [(0, None, (1, 5, 9)), (0, None, (1, 5, 9))]), (3, [(var, None, (1, 5, 9))])]
+
+    def search(run, reduce):
+        return explore(
+            run,
+            Timing.BOUNDS,
+            1,
+            None,
+            stop_at_first=False,
+            reduce=reduce,
+            footprints=TimedToyFootprints,
+        )
+
+    assert search(TimedToyRun(model(1), 2), False).executions == 3
+    apart = search(TimedToyRun(model(1), 2), True)
+    assert apart.complete and apart.executions == 1 and apart.pruned_values == 2
+    run = TimedToyRun(model(0), 1)
+    shared = search(run, True)
+    assert shared.complete and shared.executions == 3 and shared.pruned_values == 0
+    assert len(run.outcomes) == 2
+
+
+class _Alarm:
+    """A timer set at 5 that a canceller withdraws, nominally at 2; later than 5 in
+    another timing, the alarm fires and writes the register."""
+
+    def __init__(self, sim, regs):
+        self.sim = sim
+        self.regs = regs
+        self.timer = None
+
+    def start(self):
+        self.timer = self.sim.timer(5, self.ring)
+        self.sim.schedule(self.sim.duration("toy.step", 1, 2, 10), self.cancel)
+
+    def cancel(self):
+        self.timer.cancel()
+
+    def ring(self):
+        self.regs[0] += 1
+
+
+class _AlarmFootprints(TimedToyFootprints):
+    def static(self, sim, obj, fn, args):
+        return {("alarm",)}
+
+
+def test_a_withdrawn_timer_is_an_instant_a_move_may_cross():
+    """The canceller's move past the timer's instant lets it fire: the drawing run never
+    ran the timer, so only its withdrawn instant in the analysis keeps that value."""
+    outcomes = {False: set(), True: set()}
+
+    def run(reduce):
+        def execute(oracle):
+            sim = Simulator(oracle=oracle)
+            regs = [0]
+            alarm = _Alarm(sim, regs)
+            sim.schedule(0, alarm.start)
+            sim.run()
+            outcomes[reduce].add(regs[0])
+            return True, repr(regs)
+
+        return explore(
+            execute,
+            Timing.BOUNDS,
+            1,
+            None,
+            stop_at_first=False,
+            reduce=reduce,
+            footprints=_AlarmFootprints,
+        )
+
+    assert run(False).complete and run(True).complete
+    assert outcomes[True] == outcomes[False] == {0, 1}

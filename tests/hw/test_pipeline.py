@@ -41,9 +41,9 @@ def _recording_bus(nic) -> list:
 def _record_transmit(fabric, sim, log):
     original = fabric.transmit
 
-    def transmit(pkt, src_lid):
-        log.append((sim.now, pkt))
-        return original(pkt, src_lid)
+    def transmit(pkt, src_lid, left=-1):
+        log.append((sim.now if left < 0 else left, pkt))
+        return original(pkt, src_lid, left)
 
     fabric.transmit = transmit
 

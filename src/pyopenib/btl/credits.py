@@ -31,6 +31,7 @@ from .srq import SharedRq
 __all__ = ["Admission", "CreditFlow"]
 
 _SEND = WrOpcode.SEND
+_RDMA_WRITE = WrOpcode.RDMA_WRITE
 
 
 class Admission(IntEnum):
@@ -321,7 +322,7 @@ class CreditFlow:
             FOOTER.pack_into(frag.buf, frag.length, (frag.length << 8) | 0xFF)
             total = frag.length + FOOTER_LEN
             module.post_control(
-                ep, on, frag, total, WrOpcode.RDMA_WRITE, remote.next_slot_addr(total), remote.rkey
+                ep, on, frag, total, _RDMA_WRITE, remote.next_slot_addr(total), remote.rkey
             )
         else:
             module.post_control(ep, on, frag, frag.length, _SEND)

@@ -72,6 +72,9 @@ _CONNECTED = EndpointState.CONNECTED
 _CLOSED = EndpointState.CLOSED
 _WRITE, _READ = WrOpcode.RDMA_WRITE, WrOpcode.RDMA_READ
 _BY_RING = Admission.BY_RING
+_WC_SUCCESS = WcStatus.SUCCESS  # enum members as constants (``hw.qp._SUCCESS`` says why)
+_WC_FLUSH = WcStatus.WR_FLUSH_ERR
+_WC_RECV = WcOpcode.RECV
 
 
 class QpTraffic:
@@ -449,7 +452,7 @@ class OpenibModule(BtlModule):
         frag.ep = ep
         frag.on_complete = cb
         # a small put goes inline, as Open MPI's (a get's data comes from the peer)
-        inline = opcode == WrOpcode.RDMA_WRITE and length <= self.qp_inline[qs.index]
+        inline = opcode == _WRITE and length <= self.qp_inline[qs.index]
         wr = SendWR(
             frag,
             opcode,
@@ -481,16 +484,16 @@ class OpenibModule(BtlModule):
     # -- completions ----------------------------------------------------------------------
     def _handle_wc(self, wc) -> None:
         frag = wc.wr_id
-        if wc.status != WcStatus.SUCCESS:
+        if wc.status != _WC_SUCCESS:
             connections = self.connections
-            if connections.is_retired(wc.qp_num) and wc.status == WcStatus.WR_FLUSH_ERR:
+            if connections.is_retired(wc.qp_num) and wc.status == _WC_FLUSH:
                 if isinstance(frag, Frag) and frag.kind != RDMA:
                     self._return_frag(frag)
                 connections.retired_flushed(wc.qp_num)
                 return
             self._wc_error(wc, frag)
             return
-        if wc.opcode == WcOpcode.RECV:
+        if wc.opcode == _WC_RECV:
             self._handle_incoming(frag, wc)
             return
         ep = frag.ep

@@ -51,7 +51,7 @@ from ..btl.module import OpenibModule
 from ..hw.nic import Nic
 from ..hw.packet import READ_REQ
 from ..hw.port import TransmitPort
-from ..hw.qp import HwQp, QpState
+from ..hw.qp import HwQp, QpState, ack_timeout_ps
 from ..hw.requester import Requester
 from ..hw.responder import Responder
 from ..hw.work import SendWR
@@ -59,7 +59,7 @@ from ..hw.work_queue import WorkQueueEngine
 from ..sim.ties import callback_of, receiver_of
 from ..verbs import CompletionQueue
 
-__all__ = ["ANY", "Footprints", "event_object", "host_projection"]
+__all__ = ["ANY", "Footprints", "event_object", "host_projection", "ordered_channel"]
 
 ANY = ("any",)
 """The footprint element that conflicts with every other."""
@@ -77,6 +77,58 @@ def event_object(fn, args):
     if obj.__class__ in _NIC_PARTS and args and args[0].__class__ is HwQp:
         return args[0]
     return obj
+
+
+_ORDERED = {
+    "_doorbell_send": "doorbell",
+    "_doorbell_recv": "doorbell",
+    "_recv_usable_split": "recv_path",
+    "_emit": "emit",
+}
+"""Work-queue engine callbacks whose order per QP the timed models keep, by channel."""
+
+
+def ordered_channel(fn, args):
+    """The channel whose order the *timed* models keep whatever the durations, for an
+    event of one, or None: a QP's doorbells (``last_doorbell`` clamps each behind the one
+    rung before it), a split device's receive path (``last_ready``) and every device's
+    cutting of sends into packets (``last_emit`` on a split device; on a shared one the
+    engine starts the next WR only after the cut). Same-instant members keep their QP's
+    program order (``sim/ties.py``). A moved member pushes the later members it passes
+    (``check/causal.py``), so these clamps need no clock of their own. And a NIC's
+    arrivals from the switch: its output link is FIFO (``last_out``); a loopback packet
+    turned around inside the adapter is not on it."""
+    inner = callback_of(fn)
+    name = inner.__name__
+    owner = getattr(inner, "__self__", None)
+    kind = _ORDERED.get(name)
+    if kind is not None and owner.__class__ is WorkQueueEngine:
+        return (kind, args[0].actor)
+    if name == "receive_packet" and owner.__class__ is Nic and args[0].src_lid != owner.lid:
+        return ("arrival", owner.name)  # the link from the switch (``last_out``)
+    return None
+
+
+def _qp_clocks(qp: HwQp) -> tuple:
+    """The clocks a QP's NIC-side state carries that NIC steps write, each compared with
+    a time computed from ``now`` and then ``max``-ed (clamps): completion order per side,
+    DMA-write order of the responder and of READ responses. (``last_doorbell``,
+    ``last_ready`` and ``last_emit`` are the ``ordered_channel`` clamps.)"""
+    return (qp.sq.last_cqe, qp.rq.last_cqe, qp.resp.dma_end, qp.req.dma_end)
+
+
+def _port_times(port: TransmitPort) -> tuple:
+    """The instants the transmit arbiter compares with ``now`` to choose what it sends
+    next (a *decision*, not a ``max``): its wake-up and the readiness of the control
+    queue's head and of each QP's head packet."""
+    times = [port.wake_at] if port.wake_at else []
+    if port.ctrl:
+        times.append(port.ctrl[0].ready)
+    for qp in port.active:
+        packets = qp.tx.packets
+        if packets:
+            times.append(packets[0].ready)
+    return tuple(times)
 
 
 def host_projection(fp) -> set:
@@ -151,6 +203,88 @@ class Footprints:
         self.rank_hosts: dict[str, str] = {}
         """rank name -> host, from the trace's ``placement`` events."""
         self.process_names: dict[int, str] = {}
+        self._holders: dict = {}
+        """footprint element -> the model object whose clocks it names (``clocks``)."""
+
+    ADDITIVE = frozenset(
+        {
+            "nic.doorbell",
+            "nic.recv_wqe",
+            "nic.send_wqe",
+            "nic.recv_usable",
+            "nic.cqe",
+            "nic.rx",
+            "wire.link",
+            "wire.switch",
+        }
+    )
+    """Durations the device models only *add* to the times of the step that draws them
+    (what it schedules after the draw, the clocks it writes): a value ``delta`` away moves
+    those by at most ``delta``, which ``check/causal.py`` needs. Not ``nic.pcie`` (a read's
+    round trip counts it twice), ``host.poll`` (once per completion polled) or ``sm.*``
+    (host clocks this module does not name): those keep every value."""
+
+    FIRST_ONLY = frozenset({"nic.doorbell"})
+    """Durations a host's post draws for the one event it schedules (the doorbell): the
+    rank's later schedules in the same step do not depend on them."""
+
+    @staticmethod
+    def channel(fn, args):
+        """The ordered channel of an event (``ordered_channel``)."""
+        return ordered_channel(fn, args)
+
+    def clocks(self, fp) -> dict:
+        """The current values of the clocks the state in ``fp`` carries, by key: times
+        the models compare with a time computed from ``now`` and ``max`` (what a move in
+        time propagates through, ``check/causal.py``)."""
+        out = {}
+        holders = self._holders
+        for element in fp:
+            kind = element[0]
+            holder = holders.get("fabric" if kind == "switch" else element)
+            if holder is None:
+                continue
+            if kind == "qp":
+                for k, value in enumerate(_qp_clocks(holder)):
+                    out[(element, k)] = value
+            elif kind == "pcie":
+                out[(element, 0)] = holder.to_nic_free
+                out[(element, 1)] = holder.to_host_free
+            elif kind == "port":
+                for k, value in enumerate(holder.fabric.port_clocks(holder.lid)):
+                    out[(element, k)] = value
+            elif kind == "switch":
+                for k, value in enumerate(holder.port_clocks(element[1])):
+                    out[(element, k)] = value
+        return out
+
+    def decision_times(self, fp) -> tuple:
+        """The instants the state in ``fp`` compares with ``now`` to *choose* what happens
+        (the transmit arbiter's, ``_port_times``; an armed transport timer's deadline,
+        which decides between waiting and retransmitting): a move that carries one of
+        them across ``now``, or ``now`` across one, may change behaviour, not only times."""
+        out = ()
+        holders = self._holders
+        for element in fp:
+            kind = element[0]
+            if kind == "port":
+                holder = holders.get(element)
+                if holder is not None:
+                    out += _port_times(holder.port)
+            elif kind == "qp":
+                qp = holders.get(element)
+                if qp is not None and qp.req.rto_armed:
+                    out += (qp.req.rto_base + ack_timeout_ps(qp.timeout),)
+        return out
+
+    def _register(self, qp: HwQp | None, nic) -> None:
+        holders = self._holders
+        if qp is not None:
+            holders.setdefault(("qp", qp.actor), qp)
+        if nic is not None and ("pcie", nic.name) not in holders:
+            holders[("pcie", nic.name)] = nic.pcie
+            holders[("port", nic.name)] = nic
+            holders["fabric"] = nic.fabric
 
     def learn(self, sim, events) -> set:
         """Learn where ranks run from the trace events one step emitted. The static
@@ -165,6 +299,7 @@ class Footprints:
         the objects they name (see the module docstring)."""
         cls = obj.__class__
         if cls is HwQp:
+            self._register(obj, obj.nic)
             inner = callback_of(fn)
             owner = getattr(inner, "__self__", None)
             if owner.__class__ is WorkQueueEngine:
@@ -177,9 +312,11 @@ class Footprints:
             }
         if cls is Nic:
             if fn.__name__ == "receive_packet":
+                self._register(obj.qps.get(args[0].dst_qpn), obj)
                 return _arrival(obj, args[0])
             return {ANY}
         if cls is TransmitPort:
+            self._register(args[1] if len(args) > 1 else None, obj.nic)
             return self._port_step(obj.nic, args)
         if cls is Responder and fn.__name__ == "_land_write":
             return {_host(obj.nic)}  # an RDMA WRITE's bytes reach host memory

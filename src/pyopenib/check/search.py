@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from ..sim import Oracle, Tracer
 from ..sim.choice import duration_options
 from ..sim.ties import TIE_LABEL, TieControl
+from .causal import LoggedStep, Move, RunLog, reorders
 from .footprint import ANY, Footprints, event_object, host_projection
-from .timing import Timing, duration_choices
+from .timing import UNTIMED_PREFIXES, Timing, duration_choices
 
 __all__ = ["Choice", "SearchOracle", "SearchResult", "Violation", "explore"]
 
@@ -59,7 +60,21 @@ class Choice:
 
 
 class _Step:
-    __slots__ = ("seq", "obj", "fp", "lo", "hi", "tie", "tpos")
+    __slots__ = (
+        "seq",
+        "obj",
+        "fp",
+        "lo",
+        "hi",
+        "tie",
+        "tpos",
+        "when",
+        "channel",
+        "clocks",
+        "decisions",
+        "draws",
+        "child_times",
+    )
 
     def __init__(self, seq, obj, fp, lo, tpos):
         self.seq = seq
@@ -69,6 +84,25 @@ class _Step:
         self.hi = lo
         self.tie = None  # (trail index, head seqs) when the step was a branching tie
         self.tpos = tpos
+        self.draws = ()  # windows [first, end] of the durations it drew (their cuts)
+        self.child_times = ()  # when what it scheduled is due (recorded at tied instants)
+
+
+_EVERYTHING = frozenset({ANY})
+
+
+def _cut_may_differ(steps: list[_Step], p: int) -> bool:
+    """Whether another order of the instant's steps from ``p`` on can change the cut of a
+    duration one of them draws: a duration is cut at the events pending when it is drawn
+    (``check/timing.py``), and what another of these steps schedules into its window is
+    pending or not depending on which runs first. Commuting steps reach the same state,
+    but not the same choice points."""
+    for q in range(p, len(steps)):
+        for first, end in steps[q].draws:
+            for r in range(p, len(steps)):
+                if r != q and any(first <= t <= end for t in steps[r].child_times):
+                    return True
+    return False
 
 
 def _conflict(a: set, b: set) -> bool:
@@ -92,18 +126,26 @@ class SearchOracle(Oracle):
         labels=None,
         reduce: bool = True,
         footprints=Footprints,
+        leaf_children: bool = False,
     ):
         self.script = list(script)
         self.timing = timing
         self.labels = labels
         self.reduce = reduce
         self.trail: list[Choice] = []
+        durations_branch = timing is not None and timing is not Timing.NOMINAL
+        self._log = RunLog() if reduce and leaf_children and durations_branch else None
+        """With ``leaf_children`` (this run's children are the search's last level) the
+        whole run is logged, so that a duration's values that reorder nothing are pruned
+        (``check/causal.py``)."""
+        self._moves: list[Move] = []
         self.ties = None if timing is None else TieControl(event_object, observer=self)
         self.sim = None
         self._footprints = footprints()
         self._when = None
         self._steps: list[_Step] = []
         self._tie_index = None
+        self._tied = False  # the current instant has had a branching tie
 
     # -- the oracle ----------------------------------------------------------------------
     def _branches(self, label: str) -> bool:
@@ -132,6 +174,8 @@ class SearchOracle(Oracle):
         elif self.sim is None:
             return nominal
         else:
+            if self._steps and self.timing is not Timing.NOMINAL:
+                self._steps[-1].draws += (self._window(label, lo, hi),)
             values = duration_choices(
                 self.timing, self.sim, label, lo, nominal, hi, self._relevant(label)
             )
@@ -139,7 +183,24 @@ class SearchOracle(Oracle):
             return nominal
         pick = self.choose(label, len(values))
         self.trail[-1].values = values
+        if self._log is not None and label in self._footprints.ADDITIVE and self._steps:
+            self._moves.append(
+                Move(
+                    len(self.trail) - 1,
+                    len(self._log.steps),
+                    self.sim.scheduled,
+                    label in self._footprints.FIRST_ONLY,
+                )
+            )
         return values[pick]
+
+    def _window(self, label: str, lo: int, hi: int) -> tuple[int, int]:
+        """The instants whose pending events cut a duration drawn now (``duration_choices``):
+        the interval, or everything ahead for a duration ``untimed`` frees."""
+        now = self.sim.now
+        if self.timing is Timing.UNTIMED and label.startswith(UNTIMED_PREFIXES):
+            return (now, 1 << 126)
+        return (now + lo, now + hi)
 
     def _relevant(self, label: str):
         """Which pending events a duration drawn now can be reordered against usefully:
@@ -171,23 +232,77 @@ class SearchOracle(Oracle):
         if when != self._when:
             self._close_instant()
             self._when = when
+            self._tied = False
         fp = self._footprints.static(sim, obj, entry[2], entry[3])
         step = _Step(entry[1], obj, fp, sim.scheduled, len(sim.tracer.events))
+        if self._log is not None:
+            step.when = when
+            step.channel = self._footprints.channel(entry[2], entry[3])
+            step.clocks = self._footprints.clocks(fp)
+            step.decisions = self._footprints.decision_times(fp)
         if heads is not None and self._tie_index is not None:
             step.tie = (self._tie_index, [h[1] for h in heads])
+            self._tied = True
         self._tie_index = None
         self._steps.append(step)
+
+    def withdrawn(self, sim, entry) -> None:
+        """A timer withdrawn before it fired: in another timing it may fire, so the run's
+        log keeps its instant as an event that conflicts with everything."""
+        if self._log is not None:
+            at = sim.scheduled
+            self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
 
     def after(self, sim) -> None:
         step = self._steps[-1]
         step.hi = sim.scheduled
+        if self._tied and step.hi > step.lo and self.timing is not Timing.NOMINAL:
+            lo, hi = step.lo, step.hi
+            step.child_times = tuple(e[0] for e in sim.pending() if lo < e[1] <= hi)
         events = sim.tracer.events
         if len(events) > step.tpos:
             step.fp |= self._footprints.learn(sim, events[step.tpos :])
+        if self._log is not None:
+            self._log_step(step, events)
+
+    def _log_step(self, step: _Step, events) -> None:
+        """Keep what ``check/causal.py`` needs of the step that just ran: its footprint
+        with the trace actors it wrote to, its children, channel, clocks and decisions."""
+        fp = set(step.fp)
+        for ev in events[step.tpos :]:
+            if ev[1] != "wire":
+                fp.add(("actor", ev[3]))
+        footprints = self._footprints
+        clocks = footprints.clocks(step.fp)
+        self._log.add(
+            LoggedStep(
+                step.when,
+                step.seq,
+                frozenset(fp),
+                step.lo,
+                step.hi,
+                step.channel,
+                tuple(clocks),
+                step.clocks,
+                clocks,
+                step.decisions + footprints.decision_times(step.fp),
+            )
+        )
 
     def finish(self) -> None:
-        """The run is over: analyse its last instant."""
+        """The run is over: analyse its last instant, and with the run logged, which
+        values of each duration can reorder dependent events."""
         self._close_instant()
+        if self._log is None:
+            return
+        for move in self._moves:
+            choice = self.trail[move.trail_index]
+            base = choice.values[choice.chosen]
+            choice.alternatives = tuple(
+                k
+                for k in range(1, choice.options)
+                if k != choice.chosen and reorders(self._log, move, choice.values[k] - base)
+            )
 
     def _close_instant(self) -> None:
         steps = self._steps
@@ -208,6 +323,8 @@ class SearchOracle(Oracle):
                 continue
             trail_index, head_seqs = s.tie
             chosen = self.trail[trail_index].chosen
+            if _cut_may_differ(steps, p):
+                continue  # every alternative stays (Choice.alternatives None)
             alts = []
             for i, seq in enumerate(head_seqs):
                 if i == chosen:
@@ -274,12 +391,15 @@ class SearchResult:
     """Branching choice points of the nominal run, per label."""
     pruned: int = 0
     """Tie alternatives the reduction proved redundant (children not run)."""
+    pruned_values: int = 0
+    """Duration values of the last level whose moved event and causal future reorder no
+    dependent events (``check/causal.py``): children not run."""
 
 
 def _execute(task):
     """One steered run (a worker's task)."""
-    run, script, timing, labels, reduce, footprints = task
-    oracle = SearchOracle(script, timing, labels, reduce, footprints)
+    run, script, timing, labels, reduce, footprints, leaf_children = task
+    oracle = SearchOracle(script, timing, labels, reduce, footprints, leaf_children)
     ok, outcome = run(oracle)
     oracle.finish()
     return ok, outcome, oracle.trail, oracle.signature()
@@ -333,6 +453,7 @@ def explore(
     executions = 0
     classes: set[str] = set()
     pruned = 0
+    pruned_values = 0
     nominal_trail: list[Choice] = []
     violation = None
     depth = 0
@@ -354,6 +475,7 @@ def explore(
             met.get(TIE_LABEL, 0),
             met,
             pruned,
+            pruned_values,
         )
 
     while level:
@@ -362,7 +484,8 @@ def explore(
             if executions >= max_executions:
                 return result(False)
             chunk = level[at : at + min(batch, max_executions - executions)]
-            tasks = [(run, script_of(d), timing, labels, reduce, footprints) for d in chunk]
+            leaves = depth + 1 == bound  # this level's children are the last level
+            tasks = [(run, script_of(d), timing, labels, reduce, footprints, leaves) for d in chunk]
             for devs, (ok, outcome, trail, sig) in zip(
                 chunk, workers.map(_execute, tasks), strict=True
             ):
@@ -391,6 +514,8 @@ def explore(
                     alts = c.alternatives_or_all()
                     if c.label == TIE_LABEL:
                         pruned += c.options - 1 - len(alts)
+                    elif c.alternatives is not None:
+                        pruned_values += c.options - 1 - len(alts)
                     for alt in alts:
                         following.append((*devs, (j, alt)))
         levels_complete = depth

@@ -165,7 +165,8 @@ def search_verdict_lines(res, labels, cut_by: str | None) -> list[str]:
     )
     reduced = (
         f"{res.executions} executions, {res.classes} equivalence classes, "
-        f"{res.pruned} tie alternatives pruned as commuting"
+        f"{res.pruned} tie alternatives pruned as commuting, {res.pruned_values} duration "
+        "values pruned as reordering nothing"
     )
     levels = (
         f"levels 0..{res.levels_complete} complete"

@@ -65,6 +65,29 @@ class TransmitPort:
         if not self.busy:
             self._next()
 
+    def send_ack(self, pkt: Packet) -> None:
+        """``send_ctrl`` for the ACK that ends ``Responder.rx_data``, folding its
+        serialization into its departure where that is exact: the port is idle with
+        nothing else to send, the ACK leaves the NIC (no loopback) on a lossless fabric,
+        and the kernel says its end of serialization (``_done``) would be the very next
+        event (``Simulator.fold``). Then no event runs before that instant, and the
+        caller only traces after this call, so nothing can queue behind the ACK, no other
+        NIC's packet can reach the switch's output queues first, and ``_done`` would find
+        the port with nothing to do: the ACK goes to the switch now as having left at that
+        instant (``Fabric.transmit``'s ``left``), and the port stays idle. The same
+        switch grants, arrival time and order of every later event; the heap entry is
+        gone (``events_folded``). A loss draw would trace: no fold on a lossy fabric.
+        ``check``'s footprints (``check/footprint.py``) describe the unfolded events,
+        which is what a search runs: its oracles are not ``plain``, so nothing folds."""
+        nic = self.nic
+        if not (self.busy or self.ctrl or self.active or self.fabric.lossy):
+            if pkt.dst_lid != nic.lid:
+                left = self.sim.now + int(pkt.wire_bytes * self.ps_per_byte)
+                if self.sim.fold(left):
+                    self.fabric.transmit(pkt, nic.lid, left)
+                    return
+        self.send_ctrl(pkt)
+
     def _next(self) -> None:
         """Start serializing the next packet whose payload is ready: the oldest control
         packet, else the next QP in round-robin order whose head packet is. A QP whose

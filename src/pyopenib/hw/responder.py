@@ -7,8 +7,6 @@ through the transmit port's control queue."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .memory import Access
 from .packet import (
     ACK,
@@ -41,6 +39,9 @@ _WRITE_IMM = WrOpcode.RDMA_WRITE_WITH_IMM
 _SUCCESS = WcStatus.SUCCESS
 _RECV = WcOpcode.RECV
 _ERROR = QpState.ERROR
+_REMOTE_WRITE = Access.REMOTE_WRITE  # enum members as constants (``qp._SUCCESS`` says why)
+_REMOTE_READ = Access.REMOTE_READ
+_RECV_IMM = WcOpcode.RECV_RDMA_WITH_IMM
 
 
 class Responder:
@@ -89,7 +90,7 @@ class Responder:
                     return
                 resp.cur_recv = wr
             if opcode in _WRITES:
-                mr = self.memory.target(pkt.rkey, pkt.remote_addr, pkt.msg_len, Access.REMOTE_WRITE)
+                mr = self.memory.target(pkt.rkey, pkt.remote_addr, pkt.msg_len, _REMOTE_WRITE)
                 if mr is None:
                     self._responder_error(qp, NAK_ACCESS, msn, "RDMA WRITE: bad rkey/range/access")
                     return
@@ -128,11 +129,13 @@ class Responder:
                     return
                 if not self.memory.scatter(wr, payload):
                     status = WcStatus.LOC_PROT_ERR
-            wc_op = _RECV if opcode != _WRITE_IMM else WcOpcode.RECV_RDMA_WITH_IMM
+            wc_op = _RECV if opcode != _WRITE_IMM else _RECV_IMM
             wc = WorkCompletion(wr.wr_id, status, wc_op, qp.qpn, length, pkt.imm_data, pkt.src_qpn)
             self.nic.push_cqe(qp, qp.recv_cq, wc, False, dma)
         resp.expected_msn = msn + 1
-        self.port.send_ctrl(self._ctrl_packet(qp, ACK, msn))  # one ACK per message
+        # one ACK per message; nothing below may schedule an event or use the port
+        # (``send_ack`` may fold the ACK's serialization on that promise)
+        self.port.send_ack(self._ctrl_packet(qp, ACK, msn))
         tr = self.sim.tracer
         if tr is not None:
             tr.emit(
@@ -188,7 +191,7 @@ class Responder:
 
     def _land_write(self, mr, off: int, payload: bytes) -> None:
         """An RDMA WRITE's bytes reach host memory (a CPU polling it sees them now)."""
-        mr.buffer[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        mr.view[off : off + len(payload)] = payload
         if mr.on_remote_write is not None:
             mr.on_remote_write()
 
@@ -200,7 +203,7 @@ class Responder:
         if pkt.psn != resp.expected_psn and not duplicate:
             self._rx_out_of_sequence(qp, pkt)
             return
-        mr = self.memory.target(pkt.rkey, pkt.remote_addr, pkt.msg_len, Access.REMOTE_READ)
+        mr = self.memory.target(pkt.rkey, pkt.remote_addr, pkt.msg_len, _REMOTE_READ)
         if mr is None:
             self._responder_error(qp, NAK_ACCESS, pkt.msn, "RDMA READ: bad rkey/range/access")
             return
@@ -209,7 +212,7 @@ class Responder:
             resp.expected_psn = pkt.psn + 1
             resp.expected_msn = pkt.msn + 1
         off = pkt.remote_addr - mr.addr
-        data = mr.buffer[off : off + pkt.msg_len].tobytes()
+        data = mr.view[off : off + pkt.msg_len].tobytes()
         # cut-through, as for a send: the first response packet leaves once its bytes
         # are read, the others follow at bus rate
         sim = self.sim

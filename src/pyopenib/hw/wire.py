@@ -117,8 +117,15 @@ class Fabric:
     def nic(self, lid: int):
         return self._ports[lid].nic
 
-    def transmit(self, pkt: Packet, src_lid: int) -> None:
-        """Called by a NIC when ``pkt`` has been fully serialized onto its link."""
+    def port_clocks(self, lid: int) -> tuple[int, int, int]:
+        """The switch port towards ``lid``: its output's busy time and the FIFO clamps of
+        its two links (a model checker follows a moved packet through them)."""
+        port = self._ports[lid]
+        return (port.busy_until, port.last_in, port.last_out)
+
+    def transmit(self, pkt: Packet, src_lid: int, left: int = -1) -> None:
+        """Called by a NIC when ``pkt`` has been fully serialized onto its link: now, or
+        at ``left`` (>= now) when its port folded the serialization (``send_ack``)."""
         sim = self.sim
         if self._loss is not None and self._lost(pkt):
             self.packets_lost += 1
@@ -137,12 +144,14 @@ class Fabric:
             return
         src = self._ports[src_lid]
         now = sim.now
+        if left < 0:
+            left = now
         nominal = sim.nominal
         lat = src.link_latency
         # cut-through: the head reached the switch one link latency after it left the NIC
-        # (``now`` is when the tail left), and may be forwarded after the switch latency
+        # (``left`` is when the tail left), and may be forwarded after the switch latency
         ser_in = int(pkt.wire_bytes * src.ps_per_byte)
-        head = now - ser_in + (lat[1] if nominal else sim.duration("wire.link", *lat))
+        head = left - ser_in + (lat[1] if nominal else sim.duration("wire.link", *lat))
         if head < src.last_in:
             head = src.last_in  # a link is FIFO: no packet overtakes an earlier one
         src.last_in = head

@@ -134,6 +134,11 @@ class WorkQueueEngine:
         wq = qp.wq
         fifo = wq.fifo
         if fifo is EMPTY:  # an idle QP holds no queue
+            if not wq.busy and not (self.shared and wq.leaving):
+                # ``next`` would queue the WR, take it straight back and start it
+                wq.busy = True
+                self._start(qp, wr)
+                return
             fifo = wq.fifo = deque()
         fifo.append(wr)
         if not wq.busy:
@@ -168,12 +173,18 @@ class WorkQueueEngine:
         item = work.popleft()
         if not work:
             wq.fifo = EMPTY  # the QP holds no queue while nothing waits (``EMPTY``)
+        if type(item) is list:  # a receive entry in a shared work queue
+            m = self.model
+            self.sim.schedule(self._dur("nic.recv_wqe", m.recv_wqe), self._recv_processed, qp, item)
+            return
+        self._start(qp, item)
+
+    def _start(self, qp: HwQp, wr: SendWR) -> None:
+        """The engine (now busy) starts ``wr``: the WQE fetch, the payload read, and the
+        emission of its first packet; a ``split`` engine takes the next WR after the WQE."""
         m = self.model
         sim = self.sim
-        if type(item) is list:  # a receive entry in a shared work queue
-            sim.schedule(self._dur("nic.recv_wqe", m.recv_wqe), self._recv_processed, qp, item)
-            return
-        wr: SendWR = item
+        wq = qp.wq
         sw = m.send_wqe
         wqe = delay = sw[1] if sim.nominal else sim.duration("nic.send_wqe", *sw)
         sg_list = wr.sg_list

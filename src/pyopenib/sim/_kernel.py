@@ -29,6 +29,12 @@ Semantics (what the rest of the project may rely on):
   nominal or the seeded random one, which answer choice points and see nothing else),
   there is no tie control, ``run`` has no ``max_events`` budget, and ``fast_paths`` is
   True (a test turns it off to compare the two runs byte for byte).
+* ``fold(when)`` asks the same rule for a callback: True (counted in ``events_folded``)
+  when an event it would schedule for ``when`` would be the next to run, so it may do
+  that event's work at once instead. The caller owes the rest of the proof, which the
+  kernel cannot see: that the work does not read the clock except as ``when``, and that
+  nothing the caller still does before returning to the loop schedules an event at or
+  before ``when`` or touches the state that work reads (``TransmitPort.send_ack``).
 """
 
 from __future__ import annotations
@@ -139,6 +145,8 @@ class Simulator:
         self.fast_paths = fast_paths
         """Exact fast paths (folded sleeps) allowed; False runs every step as an event."""
         self.sleeps_folded = 0
+        self.events_folded = 0
+        """Events a callback did at once instead of scheduling (``fold``)."""
         self._fold_until = -1
         """Latest wake-up a sleep may fold to during the current ``run`` (-1: none)."""
         self.oracle = oracle if oracle is not None else NominalOracle()
@@ -150,6 +158,16 @@ class Simulator:
             raise ValueError(f"negative delay {delay}")
         self._seq = seq = self._seq + 1
         heappush(self._heap, (self.now + delay, seq, fn, args))
+
+    def fold(self, when: int) -> bool:
+        """Whether the caller may do now the work of an event it would schedule for
+        ``when``: the folded-sleep rule (module docstring), nothing pending at or before
+        ``when`` and folding allowed in this run; counted in ``events_folded``."""
+        heap = self._heap
+        if when <= self._fold_until and (not heap or heap[0][0] > when):
+            self.events_folded += 1
+            return True
+        return False
 
     def timer(self, delay: int, fn, *args) -> Timer:
         """Like ``schedule`` but returns a ``Timer`` whose ``cancel()`` withdraws the call."""
@@ -251,6 +269,28 @@ class Simulator:
         self._seq = seq = self._seq + 1
         heappush(heap, (when, seq, current.switch, ()))
         loop.switch()
+
+    def sleep_if_process(self, delay: int) -> bool:
+        """``sleep(delay)`` when the caller is a process (True); from the event loop
+        itself, which cannot block, nothing happens (False). The host model pays a rank's
+        CPU time this way several times per message: one call and one ``getcurrent``
+        where ``in_process`` and ``sleep`` were two of each; the same fold rule."""
+        current = getcurrent()
+        loop = self._loop
+        if current is loop:
+            return False
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        when = self.now + delay
+        heap = self._heap
+        if when <= self._fold_until and (not heap or heap[0][0] > when):
+            self.now = when  # folded (module docstring), as in ``sleep``
+            self.sleeps_folded += 1
+            return True
+        self._seq = seq = self._seq + 1
+        heappush(heap, (when, seq, current.switch, ()))
+        loop.switch()
+        return True
 
     def wait(self, event: Event):
         """Block the calling process until ``event`` triggers; returns its value."""

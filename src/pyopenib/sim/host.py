@@ -87,9 +87,10 @@ class HostModel:
         """Pay what is owed now: the rank sleeps for it (nothing in the event loop
         itself, which cannot sleep: the debt then waits for the rank's next settle)."""
         owed = self.owed
-        if owed and self.sim.in_process():
-            self.owed = 0
-            self.sim.sleep(owed)
+        if owed:
+            self.owed = 0  # before the sleep: the rank's other threads may charge meanwhile
+            if not self.sim.sleep_if_process(owed):
+                self.owed = owed  # the loop: nothing ran, the debt stays
 
     def idle(self) -> None:
         """The rank found nothing and busy-polls from now on (its passes start now)."""
@@ -107,10 +108,8 @@ class HostModel:
     def spend(self, ps: int) -> None:
         """Spend ``ps`` (and anything owed) now."""
         owed = self.owed + ps
-        if owed and self.sim.in_process():
-            self.owed = 0
-            self.sim.sleep(owed)
-        else:
+        self.owed = 0  # before the sleep, as in ``settle``
+        if not owed or not self.sim.sleep_if_process(owed):
             self.owed = owed
 
 

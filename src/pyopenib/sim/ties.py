@@ -18,8 +18,9 @@ of a bound method (a greenlet for a process resumption, the NIC for a NIC callba
 for a completion write) and the function itself otherwise. Layers above may pass a finer
 one (``check`` names the QP of a NIC callback). ``observer``, when given, sees every step
 (``bind(sim)`` once, then ``before(sim, entry, obj, heads)`` and ``after(sim)`` around
-each callback; ``heads`` lists the ready heap entries when the step was a tie, else None): what an explorer needs to compute
-which events raced.
+each callback; ``heads`` lists the ready heap entries when the step was a tie, else None;
+``withdrawn(sim, entry)`` for a withdrawn timer the loop drops unrun): what an explorer
+needs to compute which events raced.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class TieControl:
             if fn.__class__ is Timer and fn.cancelled:
                 pop(heap)
                 sim.timers_withdrawn += 1
+                if observer is not None:
+                    observer.withdrawn(sim, top)
                 continue
             when = top[0]
             if when > limit:
