@@ -39,6 +39,8 @@ from collections import OrderedDict, defaultdict, deque
 import numpy as np
 from greenlet import greenlet
 
+from ..sim import Simulator
+
 __all__ = ["DECLARED", "Undeclared", "declare", "state_fingerprint", "event_fingerprints"]
 
 
@@ -69,9 +71,10 @@ def _name(cls: type) -> str:
 _ndarray = np.ndarray
 _ATOMS = (type(None), bool, int, float, str, bytes, complex)
 _SKIP_FRAME_LOCALS = frozenset({"__builtins__"})
-_KERNEL_FRAMES = frozenset({"Simulator.sleep", "Simulator.suspend", "Simulator.wait"})
-"""Frames of the kernel's blocking calls: their locals (the raw heap, the wake-up's time
-and issue number) are dead once the process resumes, which returns at once."""
+_KERNEL_FILE = Simulator.sleep.__code__.co_filename
+"""Frames of the kernel (``sim/_kernel.py``: its blocking calls, ``sleep``, ``suspend``,
+``wait`` and the like): their locals (the raw heap, the wake-up's time and issue number)
+are dead once the process resumes, which returns at once."""
 
 
 class _Walker:
@@ -170,7 +173,7 @@ class _Walker:
         for f in reversed(stack):
             code = f.f_code
             self.out.append((code.co_filename, code.co_qualname, f.f_lasti))
-            if code.co_qualname in _KERNEL_FRAMES:
+            if code.co_filename == _KERNEL_FILE:
                 continue
             for name, value in f.f_locals.items():
                 if name not in _SKIP_FRAME_LOCALS:
