@@ -44,6 +44,9 @@ class Case:
     """Untimed only: seeded random walks (``budget`` of them) instead of the search."""
     reduce: bool = True
     """Timed searches: False runs every alternative (no tie or duration-value pruning)."""
+    stateful: bool = False
+    """Untimed only: the stateful search (visited states with sleep sets) instead of
+    source-set DPOR."""
 
 
 CASES = (
@@ -63,6 +66,16 @@ CASES = (
     Case("T3 smallest bounds", "chelsio-t3", "smallest", Timing.BOUNDS, 1),
     Case("T3 smallest untimed", "chelsio-t3", "smallest", Timing.UNTIMED, 0, budget=2000),
     Case("T3 own untimed, 1 fragment", "chelsio-t3", "own", Timing.UNTIMED, 0, 1, budget=1000),
+    Case(
+        "T3 own untimed stateful, 1 fragment",
+        "chelsio-t3",
+        "own",
+        Timing.UNTIMED,
+        0,
+        1,
+        budget=1000,
+        stateful=True,
+    ),
     Case("T3 own untimed", "chelsio-t3", "own", Timing.UNTIMED, 0, budget=300),
     Case(
         "ConnectX smallest untimed walks",
@@ -113,11 +126,14 @@ def measure(case: Case) -> dict:
         verdict = f"violated (walk {sample.failure[0]})" if sample.failure else "no failure"
         return row(sample.runs, "-", "-", verdict)
     if case.timing is Timing.UNTIMED:  # the scheduler's search: unbounded, no levels
-        res = explore_untimed(run, case.budget)
+        res = explore_untimed(run, case.budget, stateful=case.stateful)
+        seen = f"{res.states} states"
+        if case.stateful:
+            seen += f", {res.distinct} distinct, {res.matched} matched"
         if res.violation is not None:
             verdict = "violated"
         else:
-            verdict = "proved (every order)" if res.complete else f"cut ({res.states} states)"
+            verdict = "proved (every order)" if res.complete else f"cut ({seen})"
         return row(res.executions + res.pruned, res.executions, "-", verdict)
     labels = RACE_LABELS | {TIE_LABEL} if case.race_labels else None
     res = explore(run, case.timing, case.bound, labels, case.budget, reduce=case.reduce)

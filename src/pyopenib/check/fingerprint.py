@@ -69,6 +69,9 @@ def _name(cls: type) -> str:
 _ndarray = np.ndarray
 _ATOMS = (type(None), bool, int, float, str, bytes, complex)
 _SKIP_FRAME_LOCALS = frozenset({"__builtins__"})
+_KERNEL_FRAMES = frozenset({"Simulator.sleep", "Simulator.suspend", "Simulator.wait"})
+"""Frames of the kernel's blocking calls: their locals (the raw heap, the wake-up's time
+and issue number) are dead once the process resumes, which returns at once."""
 
 
 class _Walker:
@@ -167,6 +170,8 @@ class _Walker:
         for f in reversed(stack):
             code = f.f_code
             self.out.append((code.co_filename, code.co_qualname, f.f_lasti))
+            if code.co_qualname in _KERNEL_FRAMES:
+                continue
             for name, value in f.f_locals.items():
                 if name not in _SKIP_FRAME_LOCALS:
                     self.out.append(name)
@@ -241,24 +246,39 @@ def _fields(obj, cls):
 def event_fingerprints(sim, entries, channel_of, is_timeout, walker=None):
     """Per pending entry a token identifying it inside its state whatever the path: its
     channel's serialisation, its place in that channel, and its own serialisation.
-    Returns ``(keys, walker)``; ``keys[i]`` belongs to ``entries[i]``."""
+    Channels are walked in the order of their keys' objects as the walk so far numbered
+    them (the ranks' frames reach every QP and NIC first), not in heap order, so the
+    numbering of objects first met in an event does not depend on the path. Returns
+    ``(keys, walker)``; ``keys[i]`` belongs to ``entries[i]``."""
     w = walker or _Walker()
     by_channel: dict = {}
     for entry in entries:
         by_channel.setdefault(channel_of(entry[2], entry[3]), []).append(entry)
+    order = sorted(by_channel, key=lambda c: _channel_order(c, w.seen))
     keyed = {}
-    for channel, group in by_channel.items():
-        sub = _Walker()
-        sub.seen, sub.keep = w.seen, w.keep  # the same object numbering, its own tokens
-        sub.walk(channel)
-        chan = tuple(sub.out)
-        for pos, entry in enumerate(sorted(group, key=lambda e: e[1])):
-            sub.out = []
-            sub.walk(entry[2])
-            sub.walk(entry[3])
-            keyed[entry[1]] = (chan, pos, tuple(sub.out))
+    for channel in order:
+        start = len(w.out)
+        w.walk(channel)
+        chan = tuple(w.out[start:])
+        del w.out[start:]
+        for pos, entry in enumerate(sorted(by_channel[channel], key=lambda e: e[1])):
+            w.walk(entry[2])
+            w.walk(entry[3])
+            keyed[entry[1]] = (chan, pos, tuple(w.out[start:]))
+            del w.out[start:]
     del is_timeout
     return [keyed[e[1]] for e in entries], w
+
+
+def _channel_order(channel, seen) -> str:
+    """A channel's sort key: its parts, objects by their walk number."""
+    parts = channel if type(channel) is tuple else (channel,)
+    return repr(
+        tuple(
+            p if p.__class__ in _ATOMS else ("@", seen.get(id(p), -1), p.__class__.__name__)
+            for p in parts
+        )
+    )
 
 
 def state_fingerprint(sim, channel_of, is_timeout) -> tuple[bytes, dict]:
