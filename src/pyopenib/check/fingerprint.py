@@ -69,7 +69,9 @@ def _name(cls: type) -> str:
 _ndarray = np.ndarray
 _ATOMS = (type(None), bool, int, float, str, bytes, complex)
 _SKIP_FRAME_LOCALS = frozenset({"__builtins__"})
-_KERNEL_FRAMES = frozenset({"Simulator.sleep", "Simulator.suspend", "Simulator.wait"})
+_KERNEL_FRAMES = frozenset(
+    {"Simulator.sleep", "Simulator.sleep_if_process", "Simulator.suspend", "Simulator.wait"}
+)
 """Frames of the kernel's blocking calls: their locals (the raw heap, the wake-up's time
 and issue number) are dead once the process resumes, which returns at once."""
 
