@@ -36,8 +36,11 @@ register_topics(
 class Workers:
     """``with Workers(jobs, dask) as w: w.map(fn, items)``. ``jobs=1`` runs inline;
     ``dask`` is a scheduler address, or ``"local"`` for a local cluster of ``jobs``
-    single-threaded worker processes. The pool lives as long as the ``with`` block, so
-    an exploration that maps batch after batch starts its processes once."""
+    single-threaded worker processes. The local pool starts at the first ``map`` with
+    more than one task and lives as long as the ``with`` block, so an exploration that
+    maps batch after batch starts its processes once, and one that never maps a batch
+    (check's searches forking their executions, ``check/forking.py``) stays a
+    single-threaded process: a started pool runs threads, and fork needs none."""
 
     def __init__(self, jobs: int = 2, dask: str | None = None):
         if jobs < 1:
@@ -58,8 +61,6 @@ class Workers:
     def __enter__(self) -> Workers:
         if self.dask is not None:
             self._connect_dask()
-        elif self.jobs > 1:
-            self._start_pool()
         return self
 
     def _start_pool(self) -> None:
@@ -93,8 +94,10 @@ class Workers:
         items = list(items)
         if self._client is not None:
             return self._client.gather(self._client.map(fn, items, pure=False))
-        if self._pool is None or len(items) <= 1:
+        if self.jobs == 1 or len(items) <= 1:
             return [fn(item) for item in items]
+        if self._pool is None:
+            self._start_pool()
         return self._pool.map(fn, items, chunksize=1)
 
     def _connect_dask(self) -> None:

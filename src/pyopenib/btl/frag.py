@@ -151,7 +151,9 @@ class FragBuffers:
         """A new buffer (a view into the current chunk, mapping the next one when it is
         used up) and where it lies in the chunk's registration."""
         if self._next == self.per_chunk:
-            area = mmap.mmap(-1, self.size * self.per_chunk)
+            # private, not mmap's default MAP_SHARED: a forked execution (check's prefix
+            # sharing) must not write into its parent's buffers
+            area = mmap.mmap(-1, self.size * self.per_chunk, flags=mmap.MAP_PRIVATE)
             area.madvise(mmap.MADV_NOHUGEPAGE)  # else a write may fault in 2 MiB
             self._chunk = np.frombuffer(area, dtype=np.uint8)
             self._mr = self._pd.reg_mr(self._chunk, self._access)

@@ -15,11 +15,11 @@ claim is "every ordering of these operations", e.g. when a receive becomes usabl
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from ..sim import RandomOracle
-from .search import InlineWorkers, SearchOracle, batch_size, script_of
+from .executions import Steering, run_level
+from .search import InlineWorkers, batch_size, script_of
 
 __all__ = [
     "Execution",
@@ -57,11 +57,8 @@ def _deviations(trail) -> list[tuple[int, str, int]]:
     return [(i, c.label, c.chosen) for i, c in enumerate(trail) if c.chosen]
 
 
-def _execute(task) -> tuple[bool, str, list]:
-    """One scripted execution (a worker's task): (ok, outcome, the branching points met)."""
-    run, script, labels = task
-    oracle = SearchOracle(script, None, labels)
-    ok, outcome = run(oracle)
+def _kept(oracle, ok: bool, outcome: str) -> tuple[bool, str, list]:
+    """What the enumeration keeps of an execution: (ok, outcome, the branching points met)."""
     return ok, outcome, oracle.trail
 
 
@@ -88,46 +85,43 @@ def explore_exhaustive(
     counterexample and the execution count are the ones a sequential search gives.
     """
     labels = frozenset(labels) if labels is not None else None
+    steering = Steering(run, (None, labels), _kept)
     workers = workers or InlineWorkers()
-    batch = batch_size(workers)
-    frontier: deque[tuple[tuple[int, int], ...]] = deque([()])
+    level: list[tuple[tuple[int, int], ...]] = [()]
     executions = 0
     nominal_points = 0
     first_failure = None
-    while frontier:
-        if executions >= max_executions:
-            return ExplorationResult(
-                executions, False, nominal_points, first_failure, "exhaustive", max_deviations
-            )
-        take = min(batch, len(frontier), max_executions - executions)
-        chunk = [frontier.popleft() for _ in range(take)]
-        results = workers.map(_execute, [(run, script_of(devs), labels) for devs in chunk])
-        for devs, (ok, outcome, trail) in zip(chunk, results, strict=True):
-            executions += 1
-            if executions == 1:
-                nominal_points = len(trail)
-            if not ok:
-                ex = Execution(script_of(devs), False, outcome, _deviations(trail))
-                if first_failure is None:
-                    first_failure = ex
-                if stop_at_first:
-                    return ExplorationResult(
-                        executions,
-                        False,
-                        nominal_points,
-                        first_failure,
-                        "exhaustive",
-                        max_deviations,
-                    )
-            if len(devs) >= max_deviations:
-                continue
-            start = devs[-1][0] + 1 if devs else 0
-            for j in range(start, len(trail)):
-                for alt in range(1, trail[j].options):
-                    frontier.append((*devs, (j, alt)))
-    return ExplorationResult(
-        executions, True, nominal_points, first_failure, "exhaustive", max_deviations
-    )
+
+    def result(complete: bool) -> ExplorationResult:
+        return ExplorationResult(
+            executions, complete, nominal_points, first_failure, "exhaustive", max_deviations
+        )
+
+    while level:
+        following = []
+        before = executions
+        for batch in run_level(steering, level, workers, stop_at_first, max_executions - before):
+            for devs, (ok, outcome, trail) in batch:
+                executions += 1
+                if executions == 1:
+                    nominal_points = len(trail)
+                if not ok:
+                    if first_failure is None:
+                        first_failure = Execution(
+                            script_of(devs), False, outcome, _deviations(trail)
+                        )
+                    if stop_at_first:
+                        return result(False)
+                if len(devs) >= max_deviations:
+                    continue
+                start = devs[-1][0] + 1 if devs else 0
+                for j in range(start, len(trail)):
+                    for alt in range(1, trail[j].options):
+                        following.append((*devs, (j, alt)))
+        if executions - before < len(level):  # the execution budget ran out
+            return result(False)
+        level = following
+    return result(True)
 
 
 def explore_random(

@@ -6,7 +6,8 @@ added between batches: stop with ``BudgetReached`` once ``--time-budget`` has pa
 (the explorer has then judged every execution already returned, so the count and the
 absence of failures so far are exact), and, when stderr is a terminal, a rich progress
 bar with executions per second, the frontier done (when its size is known) and the
-violations seen.
+violations seen (redrawn at each count, by no thread of its own: a search that forks
+its executions needs a single-threaded process).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import sys
 import time
 
 __all__ = ["BudgetReached", "Monitor"]
+
+REDRAW_S = 0.1
+"""The progress bar is redrawn at most this often (results may come every millisecond)."""
 
 
 class BudgetReached(Exception):  # noqa: N818 - a control-flow signal, like StopIteration
@@ -59,10 +63,12 @@ class Monitor:
                 TextColumn("violations {task.fields[violations]}"),
                 console=Console(stderr=True),
                 transient=True,
+                auto_refresh=False,  # no refresh thread: the search may fork executions
             )
             self._progress.start()
             self._task = self._progress.add_task("", total=self.total, rate=0.0, violations=0)
         self._started = time.monotonic()
+        self._drawn = -REDRAW_S
         return self
 
     def __exit__(self, *exc) -> None:
@@ -70,17 +76,31 @@ class Monitor:
             self._progress.stop()
 
     def map(self, fn, items) -> list:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise BudgetReached(self.executions)
+        self.check_budget()
         results = self.workers.map(fn, items)
+        self.count(results)
+        return results
+
+    def over_budget(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def check_budget(self) -> None:
+        """Between two batches: end the search if its time is up."""
+        if self.over_budget():
+            raise BudgetReached(self.executions)
+
+    def count(self, results) -> None:
+        """Results handed back to the explorer (which judges every one of them)."""
         self.executions += len(results)
         self.violations += sum(1 for r in results if not r[0])
-        if self._progress is not None:
-            elapsed = max(time.monotonic() - self._started, 1e-9)
+        now = time.monotonic()
+        if self._progress is not None and now - self._drawn >= REDRAW_S:
+            self._drawn = now
+            elapsed = max(now - self._started, 1e-9)
             self._progress.update(
                 self._task,
                 completed=self.executions,
                 rate=self.executions / elapsed,
                 violations=self.violations,
             )
-        return results
+            self._progress.refresh()

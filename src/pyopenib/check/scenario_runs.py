@@ -43,6 +43,11 @@ class ScenarioRun:
     """A scenario as an explorer's ``run(oracle) -> (ok, outcome)``; a plain object, so
     worker processes and Dask can receive it (a closure could not be pickled)."""
 
+    forkable = True
+    """An execution's only effect is the result it returns (the scenario builds its whole
+    world under the oracle), so the searches may fork executions from another's prefix
+    (``check/forking.py``); a run without this attribute is re-executed from the start."""
+
     def __init__(self, name: str, kwargs: dict):
         self.name = name
         self.kwargs = kwargs

@@ -396,11 +396,8 @@ class SearchResult:
     dependent events (``check/causal.py``): children not run."""
 
 
-def _execute(task):
-    """One steered run (a worker's task)."""
-    run, script, timing, labels, reduce, footprints, leaf_children = task
-    oracle = SearchOracle(script, timing, labels, reduce, footprints, leaf_children)
-    ok, outcome = run(oracle)
+def _kept(oracle, ok, outcome):
+    """What the search keeps of a finished execution."""
     oracle.finish()
     return ok, outcome, oracle.trail, oracle.signature()
 
@@ -446,9 +443,10 @@ def explore(
     """Search the executions of ``run(oracle) -> (ok, outcome)`` under ``timing`` with at
     most ``bound`` deviations (see the module docstring). With ``workers`` the level's
     executions run in ordered batches; counts and the violation are the sequential ones."""
+    from .executions import Steering, run_level  # it builds on this module's oracle
+
     labels = frozenset(labels) if labels is not None else None
     workers = workers or InlineWorkers()
-    batch = batch_size(workers)
     level: list[tuple] = [()]
     executions = 0
     classes: set[str] = set()
@@ -480,15 +478,11 @@ def explore(
 
     while level:
         following: list[tuple] = []
-        for at in range(0, len(level), batch):
-            if executions >= max_executions:
-                return result(False)
-            chunk = level[at : at + min(batch, max_executions - executions)]
-            leaves = depth + 1 == bound  # this level's children are the last level
-            tasks = [(run, script_of(d), timing, labels, reduce, footprints, leaves) for d in chunk]
-            for devs, (ok, outcome, trail, sig) in zip(
-                chunk, workers.map(_execute, tasks), strict=True
-            ):
+        before = executions
+        leaves = depth + 1 == bound  # this level's children are the last level
+        steering = Steering(run, (timing, labels, reduce, footprints, leaves), _kept)
+        for batch in run_level(steering, level, workers, stop_at_first, max_executions - before):
+            for devs, (ok, outcome, trail, sig) in batch:
                 executions += 1
                 classes.add(sig)
                 if executions == 1:
@@ -518,6 +512,8 @@ def explore(
                         pruned_values += c.options - 1 - len(alts)
                     for alt in alts:
                         following.append((*devs, (j, alt)))
+        if executions - before < len(level):  # the execution budget ran out
+            return result(False)
         levels_complete = depth
         depth += 1
         if depth > bound:

@@ -1,0 +1,100 @@
+"""Running one level of an exhaustive search: each execution forked from its parent's run
+where this process may fork (``check/forking.py``), re-executed from the start otherwise.
+
+A level lists executions as their deviations from nominal timing, children of one parent
+side by side (the breadth-first searches of ``explore.py`` and ``search.py`` build them so).
+``run_level`` hands back ``(deviations, result)`` pairs in level order either way, so a search's
+counts, verdict and counterexample do not depend on how its executions ran: with fork, the
+parent execution runs once more and forks every child at its deviating choice point; without
+(a run not ``forkable``, ``--dask``, no ``os.fork``, threads running) the children run from the start on the
+workers, in ordered batches, as before prefix sharing existed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import groupby
+
+from .forking import ForkingOracle, PrefixForks, fork_unavailable, run_forked
+from .monitor import Monitor
+from .search import SearchOracle, batch_size, script_of
+
+__all__ = ["Steering", "execute", "forks_here", "run_level"]
+
+
+@dataclass(frozen=True)
+class Steering:
+    """How a search steers an execution: ``run(oracle) -> (ok, outcome)``, the
+    ``SearchOracle`` arguments after the script, and ``keep(oracle, ok, outcome)``, what
+    the search keeps of a finished execution (a module-level function: the workers and
+    the forked children both call it)."""
+
+    run: object
+    oracle_args: tuple
+    keep: object
+
+
+def execute(task):
+    """One execution from the start (a worker's task): ``(steering, script)``."""
+    steering, script = task
+    oracle = SearchOracle(script, *steering.oracle_args)
+    ok, outcome = steering.run(oracle)
+    return steering.keep(oracle, ok, outcome)
+
+
+def forks_here(steering: Steering, workers) -> bool:
+    """Whether this search's executions are forked from their parents' runs: the run
+    says its only effect is its result (``forkable``, e.g. ``ScenarioRun``; a closure
+    that records what it saw must run in this process), no Dask, and this process may
+    fork (``fork_unavailable``)."""
+    return (
+        getattr(steering.run, "forkable", False)
+        and workers.dask is None
+        and fork_unavailable() is None
+    )
+
+
+def run_level(steering: Steering, level: list, workers, stop_at_first: bool, budget: int):
+    """Yield ordered batches of ``(deviations, result)``, for the first ``budget``
+    executions of ``level``. With ``stop_at_first`` nothing past the first failing result is wanted
+    (the search stops there); a ``Monitor`` as ``workers`` counts every result and ends
+    the search with ``BudgetReached`` between two of them once its time is up."""
+    level = level[: max(budget, 0)]
+    if not forks_here(steering, workers):
+        yield from _reexecuted(steering, level, workers)
+        return
+    monitor = workers if isinstance(workers, Monitor) else None
+    for parent, group in groupby(level, key=lambda devs: devs[:-1]):
+        group = list(group)
+        if group == [()]:  # the first execution has no parent to fork from
+            yield from _reexecuted(steering, group, workers)
+            continue
+        if monitor is not None:
+            monitor.check_budget()
+        results = _forked(steering, parent, group, workers.jobs, stop_at_first, monitor)
+        yield list(zip(group, results, strict=False))  # fewer results: it stopped early
+        if len(results) < len(group) and monitor is not None:
+            monitor.check_budget()  # stopped by the time budget, not by a failure
+
+
+def _forked(steering, parent, group, jobs, stop_at_first, monitor) -> list:
+    """The results of ``group`` (children of ``parent``) from one run of the parent."""
+
+    def wanted(result) -> bool:
+        if monitor is not None:
+            monitor.count([result])
+        if stop_at_first and not result[0]:
+            return False
+        return monitor is None or not monitor.over_budget()
+
+    forks = PrefixForks([devs[-1] for devs in group], jobs, wanted)
+    oracle = ForkingOracle(forks, script_of(parent), *steering.oracle_args)
+    return run_forked(steering.run, oracle, forks, steering.keep)
+
+
+def _reexecuted(steering, level, workers):
+    batch = batch_size(workers)
+    for at in range(0, len(level), batch):
+        chunk = level[at : at + batch]
+        tasks = [(steering, script_of(devs)) for devs in chunk]
+        yield list(zip(chunk, workers.map(execute, tasks), strict=True))

@@ -1,0 +1,111 @@
+"""Prefix sharing by fork (``check/forking.py``): a search whose executions are forked
+from their parents' runs returns exactly what re-executing each from the start returns
+(counts, verdict, counterexample, classes), with one process or several, and falls back
+to re-execution where fork is unsafe."""
+
+import threading
+
+import pytest
+
+from pyopenib.check import executions, explore_exhaustive, scenario_runner
+from pyopenib.check.forking import ChildLost, fork_unavailable
+from pyopenib.check.search import explore
+from pyopenib.check.timing import Timing
+from pyopenib.sim import Simulator
+from pyopenib.sim.ties import TIE_LABEL
+from pyopenib.workers import Workers
+
+QUEUES = [("btl_openib_receive_queues", "P,128,8,6,4,4:P,65536,8,6,4,4")]
+RACE = {"nic.recv_wqe", "nic.send_wqe", "nic.doorbell", "nic.recv_usable"}
+
+
+class ToyRun:
+    """Six durations; the run fails when ``fail_at`` (index, value) is drawn, and raises
+    when ``raise_at`` is: a forkable run whose children decide the verdict."""
+
+    forkable = True
+
+    def __init__(self, fail_at=None, raise_at=None):
+        self.fail_at = fail_at
+        self.raise_at = raise_at
+
+    def __call__(self, oracle):
+        sim = Simulator(oracle=oracle)
+        drawn = [sim.duration(f"d{i}", 1, 2, 3) for i in range(6)]
+        for i, value in enumerate(drawn):
+            if (i, value) == self.raise_at:
+                raise ValueError(f"d{i} drew {value}")
+        ok = self.fail_at is None or drawn[self.fail_at[0]] != self.fail_at[1]
+        return ok, " ".join(map(str, drawn))
+
+
+def _reexecuted(monkeypatch):
+    monkeypatch.setattr(executions, "fork_unavailable", lambda: "forced by the test")
+
+
+@pytest.mark.parametrize("deviations", [1, 2])
+def test_forked_toy_search_equals_reexecution(monkeypatch, deviations):
+    run = ToyRun(fail_at=(4, 3))
+    forked = explore_exhaustive(run, None, deviations, stop_at_first=False)
+    forked_first = explore_exhaustive(run, None, deviations)
+    _reexecuted(monkeypatch)
+    assert explore_exhaustive(run, None, deviations, stop_at_first=False) == forked
+    assert explore_exhaustive(run, None, deviations) == forked_first
+    assert forked_first.counterexample.script == [0, 0, 0, 0, 2]
+    assert forked_first.executions < forked.executions  # it stopped at the failure
+
+
+def test_forked_budget_cut_counts_what_sequential_counts(monkeypatch):
+    run = ToyRun()
+    forked = explore_exhaustive(run, None, 2, max_executions=17)
+    _reexecuted(monkeypatch)
+    assert explore_exhaustive(run, None, 2, max_executions=17) == forked
+    assert forked.executions == 17 and not forked.complete
+
+
+def test_several_forked_processes_give_the_sequential_results():
+    run = ToyRun(fail_at=(5, 1))
+    alone = explore_exhaustive(run, None, 2, stop_at_first=False)
+    with Workers(3) as workers:
+        shared = explore_exhaustive(run, None, 2, stop_at_first=False, workers=workers)
+        first = explore_exhaustive(run, None, 2, workers=workers)
+        assert threading.active_count() == 1  # no pool started: the children were forked
+    assert shared == alone
+    assert first == explore_exhaustive(run, None, 2)
+
+
+def test_a_forked_execution_that_raises_raises_in_the_search():
+    with pytest.raises(ValueError, match="d3 drew 3"):
+        explore_exhaustive(ToyRun(raise_at=(3, 3)), None, 1)
+
+
+def test_fork_is_not_used_with_threads_running_nor_for_a_closure():
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert "threads are running" in fork_unavailable()
+        seen = []
+        run = ToyRun()
+        res = explore_exhaustive(lambda o: seen.append(o) or run(o), None, 1)
+    finally:
+        stop.set()
+        thread.join()
+    assert fork_unavailable() is None
+    assert len(seen) == res.executions == 13  # every execution ran in this process
+    assert ChildLost.__doc__  # the error a child that dies silently becomes
+
+
+def test_forked_scenario_searches_equal_reexecuted_ones(monkeypatch):
+    """The real T3 model: lo/hi K=1 and the bounds search with ties, fork vs re-execution,
+    whole results compared (counts, classes, pruning, verdicts)."""
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
+    )
+    lohi = explore_exhaustive(run, RACE, 1)
+    bounds = explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400)
+    _reexecuted(monkeypatch)
+    assert explore_exhaustive(run, RACE, 1) == lohi
+    assert explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400) == bounds
+    assert lohi.complete and lohi.executions > 50
+    assert bounds.complete and bounds.executions > 10
