@@ -39,11 +39,16 @@ def _reference_missing() -> str | None:
     return None
 
 
+REAL_HANG_GUARD_S = 300
+"""How long a real mpirun may take before it counts as hung: its ranks busy-poll, and on
+a loaded 2-core machine a few messages once took over a minute (a slow run, not a hang)."""
+
+
 def real_mpirun(nprocs: int, args: list[str], *, mca_btl: str | None = "self,vader", tries=1):
     """``mpirun --tag-output -n N python ARGS`` on real Open MPI + mpi4py, the completed
     process (skipped where they are missing, a failure in CI). ``mca_btl``: the BTLs real
     MPI may use (None: the machine's own, which a spawned job needs: vader cannot reach
-    it); ``tries``: a run that does not finish in a minute is tried again (real Open MPI
+    it); ``tries``: a run that does not finish within the hang guard is tried again (real Open MPI
     4.1's spawn now and then hangs under load, docs/compatibility.md)."""
     missing = _reference_missing()
     if missing:
@@ -58,7 +63,11 @@ def real_mpirun(nprocs: int, args: list[str], *, mca_btl: str | None = "self,vad
     for attempt in range(1, tries + 1):
         try:
             return subprocess.run(
-                [*cmd, sys.executable, *args], env=env, capture_output=True, text=True, timeout=60
+                [*cmd, sys.executable, *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=REAL_HANG_GUARD_S,
             )
         except subprocess.TimeoutExpired:
             if attempt == tries:
@@ -79,7 +88,9 @@ def _real_output(program: Path, nprocs: int) -> dict[int, list[str]]:
         if os.geteuid() == 0:
             cmd.insert(1, "--allow-run-as-root")
         cmd += [sys.executable, str(program)]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=REAL_HANG_GUARD_S
+        )
         assert proc.returncode == 0, proc.stderr
         return {
             r: (Path(outdir) / "1" / f"rank.{r}" / "stdout").read_text().splitlines()
