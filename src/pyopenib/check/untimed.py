@@ -393,21 +393,15 @@ def explore_untimed(
     cache = StateCache(channels or channel_of, timeouts or is_timeout) if stateful else None
 
     def result(complete, cut_by=None):
-        if cache is not None:
-            return UntimedResult(
-                executions,
-                pruned,
-                states,
-                steps,
-                complete,
-                violation,
-                max_depth,
-                time.process_time() - start_cpu,
-                cut_by,
-                cache.matched,
-                len(cache.sleeps),
-                cache.fingerprint_s,
+        stateful_counts = (
+            {}
+            if cache is None
+            else dict(
+                matched=cache.matched,
+                distinct=len(cache.sleeps),
+                fingerprint_s=cache.fingerprint_s,
             )
+        )
         return UntimedResult(
             executions,
             pruned,
@@ -418,6 +412,7 @@ def explore_untimed(
             max_depth,
             time.process_time() - start_cpu,
             cut_by,
+            **stateful_counts,
         )
 
     while True:
