@@ -4,10 +4,13 @@ Mazurkiewicz class once (property test against unreduced enumeration on toy mode
 from __future__ import annotations
 
 from click.testing import CliRunner
+from greenlet import greenlet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyopenib.check.channels import channel_name
+from pyopenib.check.channels import channel_name, channel_of, is_timeout
+from pyopenib.check.fingerprint import state_fingerprint
+from pyopenib.check.footprint import ANY
 from pyopenib.check.replay import ReplayToken, untimed_script, untimed_token
 from pyopenib.check.scenario_runs import scenario_runner
 from pyopenib.check.untimed import UntimedOracle, explore_untimed
@@ -196,3 +199,66 @@ def test_the_t3_channels_keep_the_hardware_fifos_and_a_nic_writes_to_the_host_in
     # and WRITE payloads share the NIC's to-host channel
     assert {"doorbell", "engine", "emit", "port", "arrival", "to_host"} <= kinds
     assert "recv_path" not in kinds
+
+
+class _Stop(BaseException):
+    pass
+
+
+class _OrderThenFingerprint(UntimedOracle):
+    """Replays ``script`` (indices), then runs the heap entries ``seqs`` in that order,
+    then records the state's fingerprint and stops the run."""
+
+    def __init__(self, script, seqs):
+        super().__init__([(c, ()) for c in script], reduce=False)
+        self.then = list(seqs)
+        self.digest = None
+
+    def _pick(self, sim, entries, channels):
+        k = len(self.frames)
+        if k < len(self.prefix):
+            return super()._pick(sim, entries, channels)
+        if self.then:
+            seq = self.then.pop(0)
+            index = [e[1] for e in entries].index(seq)
+            self.frames.append(self.frames[-1])  # a placeholder: the path's length only
+            return index
+        self.digest = state_fingerprint(sim, channel_of, is_timeout)[0]
+        raise _Stop
+
+
+def test_a_cqe_write_commutes_with_a_rank_step_that_did_not_touch_its_cq():
+    """The untimed search's footprint of a rank step names the CQs it really polled or
+    armed (``check/cq_access.py``); a CQE write to another CQ (or to one the step never
+    looked at) is independent of it. Both orders of every such pair of the plain T3 run
+    reach one state (fingerprint)."""
+    run = scenario_runner(
+        "bibw",
+        device="chelsio-t3",
+        credits_qp="own",
+        iterations=1,
+        mca_pairs=[("btl_openib_receive_queues", "P,128,4,2,2,2:P,65536,4,2,2,2")],
+    )
+    plain = UntimedOracle()
+    assert run(plain)[0]
+    script = [f.chosen for f in plain.frames]
+    pairs = []
+    for k, f in enumerate(plain.frames):
+        taken = f.fps[f.chosen]
+        if f.names[f.chosen].__class__ is not greenlet or ANY in taken:
+            continue
+        assert not any(e[0] == "cqs" for e in taken)  # the CQs it touched, by name
+        for i, fp in enumerate(f.fps):
+            if channel_name(f.names[i]).startswith("to_host") and not (fp & taken):
+                pairs.append((k, f.seqs[f.chosen], f.seqs[i]))
+    assert pairs  # the plain run has such pairs: the refinement is not vacuous
+    for k, rank_step, cqe_write in pairs:
+        digests = set()
+        for order in ((rank_step, cqe_write), (cqe_write, rank_step)):
+            oracle = _OrderThenFingerprint(script[:k], order)
+            try:
+                run(oracle)
+            except _Stop:
+                pass
+            digests.add(oracle.digest)
+        assert len(digests) == 1 and None not in digests, (k, digests)

@@ -40,6 +40,7 @@ import numpy as np
 from greenlet import greenlet
 
 from ..sim import Simulator
+from .cq_access import RecordedEntries, RecordedNotify
 
 __all__ = ["DECLARED", "Undeclared", "declare", "state_fingerprint", "event_fingerprints"]
 
@@ -70,6 +71,15 @@ def _name(cls: type) -> str:
 
 _ndarray = np.ndarray
 _ATOMS = (type(None), bool, int, float, str, bytes, complex)
+
+_SEQUENCES = {
+    list: "list",
+    tuple: "tuple",
+    deque: "deque",
+    RecordedEntries: "deque",  # a CQ's entries while the untimed search records access
+    RecordedNotify: "list",
+}
+"""Sequences walked item by item, by the name their kind is hashed under."""
 _SKIP_FRAME_LOCALS = frozenset({"__builtins__"})
 _KERNEL_FILE = Simulator.sleep.__code__.co_filename
 """Frames of the kernel (``sim/_kernel.py``: its blocking calls, ``sleep``, ``suspend``,
@@ -117,8 +127,8 @@ class _Walker:
             return
         if self.ref(obj):
             return
-        if cls in (list, tuple, deque):
-            out.append((cls.__name__, len(obj)))
+        if cls in _SEQUENCES:
+            out.append((_SEQUENCES[cls], len(obj)))
             for x in obj:
                 self.walk(x)
         elif cls in (dict, defaultdict, OrderedDict):

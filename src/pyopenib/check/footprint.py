@@ -21,11 +21,18 @@ state the NIC model keeps and which callbacks reach them (``hw/``):
   queued by ``_emit``, control packets (ACK, NAK, TERMINATE) queued by an arriving packet.
 * ``("switch", LID)`` — the switch output port towards LID: a packet handed to the fabric.
 * ``("host", H)`` — the host's software side: the rank's process and BTL module, its
-  memory, its completion queues and the receive queues it posts to. A rank's step, an
-  out-of-band connection message, a CQE write (it may wake the rank), an arriving
-  packet (it consumes a receive, writes memory and completions) and an RDMA WRITE's
-  bytes landing in memory (a rank may be polling them) touch it. A rank whose
-  host is not yet known (before its ``placement`` trace event) touches everything.
+  memory and the receive queues it posts to. A rank's step, an out-of-band connection
+  message, a CQE write that wakes a waiting rank, an arriving packet the host must see
+  (its QP not yet in RTS, or on a shared receive queue) and an RDMA WRITE's bytes landing
+  in memory (a rank may be polling them) touch it. A rank whose host is not yet known
+  (before its ``placement`` trace event) touches everything.
+* ``("cq", C)`` and ``("cqs", H)`` — one completion queue, and all of host H's. A CQE
+  write touches its CQ and ``("cqs", H)``; every event that touches ``("host", H)`` also
+  touches ``("cqs", H)``, so statically a CQE write depends on exactly what it did when
+  the host's CQs were one piece of state. The untimed search learns more: a rank's step
+  there carries ``("cq", C)`` for the CQs it really polled or armed
+  (``check/cq_access.py``) instead of ``("cqs", H)``, so a CQE write commutes with the
+  steps that never looked at its CQ.
 * ``ANY`` — anything not recognised (a timeout event, a bare function): conflicts with all.
 
 Two facts make this relation sound beyond the per-object state:
@@ -146,8 +153,24 @@ def host_projection(fp) -> set:
     return out
 
 
-def _host(nic) -> tuple[str, str]:
-    return ("host", nic.name.partition("/")[0])
+def _host_software(host: str) -> set:
+    """What an event of host ``host``'s software may touch: the host, and its CQs."""
+    return {("host", host), ("cqs", host)}
+
+
+def _host_of(nic) -> str:
+    return nic.name.partition("/")[0]
+
+
+def _cqe_write(cq: CompletionQueue) -> set:
+    """What ``CompletionQueue.push`` touches: its CQ; and the host's software when it
+    runs a notification callback (the waiting rank's wake-up) or overruns the CQ (an
+    asynchronous event reaches the host)."""
+    host = _host_of(cq.context.nic)
+    fp = {("cq", cq.name), ("cqs", host)}
+    if cq._notify or len(cq.entries) >= cq.capacity:
+        fp |= _host_software(host)
+    return fp
 
 
 def _may_start_send(qp: HwQp) -> bool:
@@ -187,7 +210,7 @@ def _arrival(nic, pkt) -> set:
     qp = nic.qps.get(pkt.dst_qpn)
     fp = {("port", nic.name)}
     if qp is None or qp.state != _RTS or qp.srq is not None:
-        fp.add(_host(nic))
+        fp |= _host_software(_host_of(nic))
     if qp is not None:
         fp.add(("qp", qp.actor))
         fp.add(("usable", qp.actor))
@@ -277,6 +300,12 @@ class Footprints:
                     out += (qp.req.rto_base + ack_timeout_ps(qp.timeout),)
         return out
 
+    def known_nics(self) -> list:
+        """Every NIC on the fabric of the NICs met so far (none before the first NIC
+        event)."""
+        fabric = self._holders.get("fabric")
+        return fabric.nics() if fabric is not None else []
+
     def _register(self, qp: HwQp | None, nic) -> None:
         holders = self._holders
         if qp is not None:
@@ -307,9 +336,11 @@ class Footprints:
             if owner.__class__ is TransmitPort:
                 return self._port_step(obj.nic, args)
             # requester / responder timers (retransmission, RNR, READ responses)
-            return {("qp", obj.actor), ("port", obj.nic.name), ("pcie", obj.nic.name)} | {
-                _host(obj.nic)
-            }
+            return {
+                ("qp", obj.actor),
+                ("port", obj.nic.name),
+                ("pcie", obj.nic.name),
+            } | _host_software(_host_of(obj.nic))
         if cls is Nic:
             if fn.__name__ == "receive_packet":
                 self._register(obj.qps.get(args[0].dst_qpn), obj)
@@ -319,15 +350,15 @@ class Footprints:
             self._register(args[1] if len(args) > 1 else None, obj.nic)
             return self._port_step(obj.nic, args)
         if cls is Responder and fn.__name__ == "_land_write":
-            return {_host(obj.nic)}  # an RDMA WRITE's bytes reach host memory
+            return _host_software(_host_of(obj.nic))  # an RDMA WRITE's bytes reach memory
         if cls is CompletionQueue:
-            return {_host(obj.context.nic)}
+            return _cqe_write(obj)
         if cls is OpenibModule:  # an out-of-band connection message
-            return {("host", obj.hostname)}
+            return _host_software(obj.hostname)
         if cls is greenlet:
             name = self._process_name(sim, obj)
             host = self._host_of_rank(sim, name) if name else None
-            return {("host", host)} if host else {ANY}
+            return _host_software(host) if host else {ANY}
         return {ANY}
 
     @staticmethod

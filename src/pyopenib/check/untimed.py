@@ -34,9 +34,12 @@ import random
 import time
 from dataclasses import dataclass
 
+from greenlet import greenlet
+
 from ..sim import Oracle, Tracer
 from ..sim.untimed import UntimedControl
 from .channels import channel_name, channel_of, is_timeout
+from .cq_access import CqAccess
 from .critical import first_deciding_prefix
 from .fingerprint import state_fingerprint
 from .footprint import ANY, Footprints, event_object
@@ -105,15 +108,32 @@ class _Frame:
     sorted as the scheduler offers them), their footprints, the sleep set it was reached
     with, the transition taken and the siblings already explored."""
 
-    __slots__ = ("seqs", "fps", "sleep", "chosen", "done", "names", "backtrack", "made")
+    __slots__ = (
+        "seqs",
+        "fps",
+        "sleep",
+        "chosen",
+        "done",
+        "names",
+        "backtrack",
+        "made",
+        "learnt",
+        "asleep",
+    )
 
-    def __init__(self, seqs, fps, sleep, chosen, done, names):
+    def __init__(self, seqs, fps, sleep, chosen, done, names, learnt=None):
         self.seqs = seqs
         self.fps = fps
         self.sleep = sleep
         self.chosen = chosen
         self.done = done
         self.names = names
+        self.learnt: dict = learnt if learnt is not None else {}
+        """Explored siblings' footprints learnt when they ran (a rank step's CQs,
+        ``check/cq_access.py``), by heap sequence number: what they sleep with."""
+        self.asleep: dict = {}
+        """The sleep set the step taken here passes on, before the step's own footprint
+        (known once it ran) wakes what it conflicts with."""
         self.backtrack = {chosen} if chosen >= 0 else set()
         """The transitions (indices) this state must explore: the one taken, and those the
         race analysis adds (a source set)."""
@@ -252,6 +272,11 @@ class UntimedOracle(Oracle):
         self.ties = UntimedControl(self._pick, channels or channel_of, is_timeout, observer=self)
         self._footprints = footprints()
         self._sleep: dict[int, set] = {}
+        self._learnt: set[int] = set()
+        """The sleepers of ``_sleep`` whose footprint was learnt when they ran (rank
+        steps): kept as it is, where the others are recomputed in each state."""
+        self._access = CqAccess()
+        self._host_step = False
         self._tpos = 0
         self._made = 0
 
@@ -269,12 +294,27 @@ class UntimedOracle(Oracle):
     def before(self, sim, entry, channel) -> None:
         self._tpos = len(sim.tracer.events)
         self._made = sim.scheduled
+        self._host_step = channel.__class__ is greenlet
+        if self._host_step:
+            self._access.watch(self._footprints.known_nics())
+            self._access.begin()
 
     def after(self, sim) -> None:
-        self.frames[-1].made = (self._made, sim.scheduled)
+        frame = self.frames[-1]
+        frame.made = (self._made, sim.scheduled)
         events = sim.tracer.events
         if len(events) > self._tpos:
             self._footprints.learn(sim, events[self._tpos :])
+        taken = frame.fps[frame.chosen]
+        if self._host_step:
+            touched = self._access.end()
+            if ANY not in taken:  # the host's CQs as one piece -> the ones it touched
+                taken = {e for e in taken if e[0] != "cqs"} | {("cq", n) for n in touched}
+                frame.fps[frame.chosen] = taken
+        if self.reduce:
+            learnt = self._learnt
+            self._sleep = {s: z for s, z in frame.asleep.items() if not _conflict(z, taken)}
+            self._learnt = {s for s in learnt if s in self._sleep}
 
     # -- the scheduler's choice ---------------------------------------------------------
     def _pick(self, sim, entries, channels) -> int:
@@ -283,12 +323,19 @@ class UntimedOracle(Oracle):
         fps = [static(sim, event_object(e[2], e[3]), e[2], e[3]) for e in entries]
         seqs = [e[1] for e in entries]
         where = {s: i for i, s in enumerate(seqs)}
-        sleep = {s: fps[where[s]] for s in self._sleep if s in where}
+        learnt_sleep = self._learnt
+        sleep = {
+            s: (z if s in learnt_sleep else fps[where[s]])
+            for s, z in self._sleep.items()
+            if s in where
+        }
         backtrack = None
+        learnt = {}
         if k < len(self.prefix):
             chosen, done, *kept = self.prefix[k]
             done = list(done)
             backtrack = kept[0] if kept else None
+            learnt = dict(kept[1]) if len(kept) > 1 else {}
         else:
             if self.rng is not None:
                 chosen = self.rng.randrange(len(seqs))
@@ -300,7 +347,7 @@ class UntimedOracle(Oracle):
             if chosen is None:
                 self.frames.append(_Frame(seqs, fps, sleep, -1, done, channels))
                 raise SleepBlocked
-        frame = _Frame(seqs, fps, sleep, chosen, done, channels)
+        frame = _Frame(seqs, fps, sleep, chosen, done, channels, learnt)
         if backtrack is not None:
             frame.backtrack = backtrack
         elif not self.reduce:
@@ -308,10 +355,15 @@ class UntimedOracle(Oracle):
         self.frames.append(frame)
         if self.reduce:
             asleep = dict(sleep)
+            self._learnt = {s for s in self._learnt if s in asleep}
             for d in done:
-                asleep[seqs[d]] = fps[d]
-            taken = fps[chosen]
-            self._sleep = {s: z for s, z in asleep.items() if not _conflict(z, taken)}
+                seq = seqs[d]
+                if seq in learnt:
+                    asleep[seq] = learnt[seq]
+                    self._learnt.add(seq)
+                else:
+                    asleep[seq] = fps[d]
+            frame.asleep = asleep  # narrowed by the step's footprint in ``after``
         return chosen
 
     def _cached(self, sim, seqs, sleep):
@@ -440,12 +492,14 @@ def explore_untimed(
             nxt = frame.next_awake() if frame.chosen >= 0 else None
             if nxt is not None:
                 frame.done.append(frame.chosen)
+                if frame.names[frame.chosen].__class__ is greenlet:  # it sleeps as it ran
+                    frame.learnt[frame.seqs[frame.chosen]] = frame.fps[frame.chosen]
                 frame.chosen = nxt
                 break
             frames.pop()
         if not frames:
             return result(violation is None or not stop_at_first)
-        prefix = [(f.chosen, tuple(f.done), f.backtrack) for f in frames]
+        prefix = [(f.chosen, tuple(f.done), f.backtrack, f.learnt) for f in frames]
         if executions + pruned >= max_executions:
             return result(False, f"--max-executions {max_executions} reached")
         if time_budget is not None and time.monotonic() - start_wall > time_budget:

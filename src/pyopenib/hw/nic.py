@@ -99,6 +99,7 @@ class Nic:
         "post_recv",
         "_next_qpn",
         "_next_srq",
+        "_next_cqn",
     )
 
     def __init__(self, sim, model, fabric, name: str):
@@ -110,6 +111,7 @@ class Nic:
         self.qps: dict[int, HwQp] = {}
         self._next_qpn = 0x40
         self._next_srq = 1
+        self._next_cqn = 0
         iwarp = model.transport == "iwarp"
         header_bytes = HEADER_BYTES[header_kind(model.transport, model.link_layer)]
         self.memory = MemoryTable()
@@ -137,6 +139,13 @@ class Nic:
         qp = HwQp(self, qpn, send_cq, recv_cq, srq, max_send_wr, async_handler)
         self.qps[qpn] = qp
         return qp
+
+    def alloc_cqn(self) -> int:
+        """A number for a new completion queue, unique on this NIC (the CQN a device
+        assigns): what names a CQ in a footprint (``check/footprint.py``)."""
+        cqn = self._next_cqn
+        self._next_cqn += 1
+        return cqn
 
     def destroy_qp(self, qp: HwQp) -> None:
         """Forget ``qp``: packets addressed to its number are dropped from now on, as for

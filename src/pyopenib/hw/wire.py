@@ -117,6 +117,10 @@ class Fabric:
     def nic(self, lid: int):
         return self._ports[lid].nic
 
+    def nics(self) -> list:
+        """The attached NICs, in LID order."""
+        return [port.nic for port in self._ports.values()]
+
     def port_clocks(self, lid: int) -> tuple[int, int, int]:
         """The switch port towards ``lid``: its output's busy time and the FIFO clamps of
         its two links (a model checker follows a moved packet through them)."""

@@ -192,6 +192,7 @@ class CompletionQueue:
 
     def __init__(self, context: Context, cqe: int):
         self.context = context
+        self.cqn = context.nic.alloc_cqn()
         self.capacity = cqe
         self.entries: deque[WorkCompletion] = deque()
         self.overruns = 0
@@ -217,6 +218,11 @@ class CompletionQueue:
             return [entries.popleft()]
         n = min(num_entries, len(entries))
         return [entries.popleft() for _ in range(n)]
+
+    @property
+    def name(self) -> str:
+        """``<host>/<device>/cq<N>``: stable in every run of one program."""
+        return f"{self.context.nic.name}/cq{self.cqn}"
 
     def req_notify(self, callback) -> None:
         """Call ``callback()`` once, at the next completion (``ibv_req_notify_cq``)."""
