@@ -34,6 +34,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import types
+import weakref
 from collections import OrderedDict, defaultdict, deque
 
 import numpy as np
@@ -164,6 +165,9 @@ class _Walker:
             out.append(("mod", obj.__name__))
         elif cls is types.FrameType:
             self.frames(obj)
+        elif cls is weakref.ref:  # what it still refers to (None once that is gone)
+            out.append("wr")
+            self.walk(obj())
         else:
             self.instance(obj, cls)
 
@@ -366,6 +370,7 @@ _MODEL = {
     "pyopenib.hw.wire._SwitchPort": {"bytes_out": _STAT},
     "pyopenib.btl.endpoint.PerPeerQp": {"piggybacked": _STAT, "credit_msgs_sent": _STAT},
     "pyopenib.apps.scenarios._Checker": {"delivered": _STAT},
+    "pyopenib.btl.eager_rdma.EagerRdmaLocal": {"view": "the bytes of ``buf``, walked there"},
 }
 """The model's classes with attributes left out (the reason with each)."""
 
@@ -401,6 +406,10 @@ _WALKED = (
     "pyopenib.btl.credits.CreditFlow",
     "pyopenib.btl.eager_channels.EagerRdmaChannels",
     "pyopenib.btl.connect.ConnectionSetup",
+    "pyopenib.btl.eager_rdma.EagerRdmaRemote",
+    "pyopenib.btl.rcache.RegisteredMemory",
+    "pyopenib.btl.rcache.Registration",
+    "pyopenib.btl.rcache._Offset",
 )
 """The model's classes whose every attribute can change the future."""
 
