@@ -186,3 +186,39 @@ def test_on_t3_both_orders_of_two_independent_events_give_one_fingerprint():
             assert one.digest is not None and one.digest == other.digest
             checked += 1
     assert checked >= 4
+
+
+def test_every_object_of_a_long_bibw_run_is_declared():
+    """Past the eager-RDMA threshold a rank's state holds eager-RDMA channels, the
+    registration cache and weak references: each is declared (or walked), so a state of
+    a 40-fragment run fingerprints without ``Undeclared``, the same at one instant of two
+    runs."""
+    from pyopenib.check.channels import channel_of, is_timeout
+    from pyopenib.check.scenario_runs import scenario_runner
+    from pyopenib.check.search import SearchOracle
+
+    class FingerprintAt(SearchOracle):
+        def __init__(self, at):
+            super().__init__()
+            self.at = at
+            self.digests = []
+
+        def before(self, sim, entry, obj, heads):
+            if self.at and entry[0] > self.at[0]:
+                self.at.pop(0)
+                self.digests.append(state_fingerprint(sim, channel_of, is_timeout)[0])
+            super().before(sim, entry, obj, heads)
+
+    run = scenario_runner(
+        "bibw",
+        device="chelsio-t3",
+        credits_qp="own",
+        iterations=40,
+        mca_pairs=[("btl_openib_receive_queues", "P,128,8,6,4,4:P,65536,8,6,4,4")],
+    )
+    runs = []
+    for _ in range(2):
+        oracle = FingerprintAt([100_000_000, 400_000_000, 700_000_000])
+        assert run(oracle)[0]
+        runs.append(oracle.digests)
+    assert len(runs[0]) == 3 and len(set(runs[0])) == 3
