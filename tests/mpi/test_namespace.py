@@ -249,7 +249,7 @@ def test_finalize_deletes_comm_self_attributes_first_and_a_second_finalize_abort
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     env = dict(os.environ, OMPI_MCA_btl="self,vader")
-    real = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    real = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)  # hang guard
     out, err = io.StringIO(), io.StringIO()
     result = run_job(str(program), 1, make_loopback_btls, stdout=out, stderr=err)
     assert out.getvalue().splitlines() == real.stdout.splitlines()
