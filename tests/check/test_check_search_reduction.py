@@ -5,74 +5,14 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from toy_models import TimedToyFootprints, TimedToyRun, ToyFootprints, ToyRun, models
 
 from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import TIE_LABEL
 
-
-class _Worker:
-    """A toy object: its steps run at instant 0 in program order; each step updates one
-    shared register (a non-commutative update, so order matters) and may spawn a
-    zero-delay follow-up step on a helper object."""
-
-    def __init__(self, name, steps, regs, log):
-        self.name = name
-        self.steps = list(steps)
-        self.regs = regs
-        self.log = log
-
-    def step(self, sim, var, spawn):
-        self.regs[var] = (self.regs[var] * 3 + self.name + 1) % 1009
-        self.log.append(var)
-        if spawn is not None:
-            helper = _Helper(self.regs)
-            sim.schedule(0, helper.touch, spawn)
-
-
-class _Helper:
-    def __init__(self, regs):
-        self.regs = regs
-
-    def touch(self, var):
-        self.regs[var] = (self.regs[var] * 5 + 2) % 1009
-
-
-class ToyFootprints:
-    """Exact footprints of the toy: the register a step updates."""
-
-    def static(self, sim, obj, fn, args):
-        if fn.__name__ == "step":
-            return {("reg", args[1])}
-        return {("reg", args[0])}
-
-    def learn(self, sim, events):
-        return set()
-
-
-class ToyRun:
-    def __init__(self, model, nregs):
-        self.model = model
-        self.nregs = nregs
-        self.outcomes: set[tuple] = set()
-
-    def __call__(self, oracle):
-        sim = Simulator(oracle=oracle)
-        regs = [0] * self.nregs
-        for name, steps in enumerate(self.model):
-            w = _Worker(name, steps, regs, [])
-            for var, spawn in steps:
-                sim.schedule(0, w.step, sim, var, spawn)
-        sim.run()
-        self.outcomes.add(tuple(regs))
-        return True, repr(regs)
-
-
-_step = st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)))
-_model = st.lists(st.lists(_step, min_size=1, max_size=2), min_size=2, max_size=3).filter(
-    lambda m: sum(map(len, m)) <= 5
-)
+_model = models(max_steps=2, max_total=5)
 
 
 @settings(max_examples=40, deadline=None)
@@ -166,68 +106,6 @@ def test_a_tie_is_a_choice_point_between_objects_not_within_one():
 
 
 # -- durations: a value is pruned only when its causal future reorders nothing ----------
-
-
-class _TimedWorker:
-    """A toy object whose steps run one after the other, each a duration after the
-    previous one (``toy.step``: lo, nominal, hi): a step updates one register
-    (non-commutatively) and may hand a zero-delay follow-up to a helper. Which steps of
-    different workers meet on a register, in which order, depends on the durations."""
-
-    def __init__(self, name, steps, regs, sim):
-        self.name = name
-        self.steps = list(steps)
-        self.regs = regs
-        self.sim = sim
-
-    def step(self, k):
-        var, spawn, interval = self.steps[k]
-        self.regs[var] = (self.regs[var] * 3 + self.name + 1) % 1009
-        if spawn is not None:
-            self.sim.schedule(0, _Helper(self.regs).touch, spawn)
-        if k + 1 < len(self.steps):
-            self.sim.schedule(self.sim.duration("toy.step", *interval), self.step, k + 1)
-
-
-class TimedToyFootprints(ToyFootprints):
-    """The toy's exact footprints, and what ``check/causal.py`` asks of a model: the
-    toy's durations only add to the time of the one step they schedule; it has no clocks,
-    decisions or ordered channels."""
-
-    ADDITIVE = frozenset({"toy.step"})
-    FIRST_ONLY = frozenset()
-
-    def static(self, sim, obj, fn, args):
-        if fn.__name__ == "step":
-            return {("reg", obj.steps[args[0]][0])}
-        return {("reg", args[0])}
-
-    @staticmethod
-    def channel(fn, args):
-        return None
-
-    def clocks(self, fp):
-        return {}
-
-    def decision_times(self, fp):
-        return ()
-
-
-class TimedToyRun:
-    def __init__(self, model, nregs):
-        self.model = model
-        self.nregs = nregs
-        self.outcomes: set[tuple] = set()
-
-    def __call__(self, oracle):
-        sim = Simulator(oracle=oracle)
-        regs = [0] * self.nregs
-        for name, (start, steps) in enumerate(self.model):
-            w = _TimedWorker(name, steps, regs, sim)
-            sim.schedule(start, w.step, 0)
-        sim.run()
-        self.outcomes.add(tuple(regs))
-        return True, repr(regs)
 
 
 _interval = st.tuples(st.integers(1, 6), st.integers(0, 4), st.integers(0, 6)).map(

@@ -6,90 +6,26 @@ from __future__ import annotations
 from click.testing import CliRunner
 from greenlet import greenlet
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from toy_models import models, search_untimed
 
 from pyopenib.check.channels import channel_name, channel_of, is_timeout
 from pyopenib.check.fingerprint import state_fingerprint
 from pyopenib.check.footprint import ANY
 from pyopenib.check.replay import ReplayToken, untimed_script, untimed_token
 from pyopenib.check.scenario_runs import scenario_runner
-from pyopenib.check.untimed import UntimedOracle, explore_untimed
+from pyopenib.check.untimed import UntimedOracle
 from pyopenib.cli import main
 from pyopenib.sim import NominalOracle, Simulator
-from pyopenib.sim.ties import receiver_of
 from pyopenib.sim.untimed import UntimedControl
 
-
-class _Worker:
-    """A toy channel: its steps run in program order, each a non-commutative update of
-    one shared register; a step may schedule a follow-up on a fresh helper channel."""
-
-    def __init__(self, name, regs):
-        self.name = name
-        self.regs = regs
-
-    def step(self, sim, var, spawn):
-        self.regs[var] = (self.regs[var] * 3 + self.name + 1) % 1009
-        if spawn is not None:
-            sim.schedule(7, _Helper(self.regs).touch, spawn)
-
-
-class _Helper:
-    def __init__(self, regs):
-        self.regs = regs
-
-    def touch(self, var):
-        self.regs[var] = (self.regs[var] * 5 + 2) % 1009
-
-
-class ToyFootprints:
-    """Exact footprints of the toy: the register a step updates."""
-
-    def static(self, sim, obj, fn, args):
-        return {("reg", args[1] if fn.__name__ == "step" else args[0])}
-
-    def learn(self, sim, events):
-        return set()
-
-
-class ToyRun:
-    def __init__(self, model, nregs):
-        self.model = model
-        self.nregs = nregs
-        self.outcomes: set[tuple] = set()
-
-    def __call__(self, oracle):
-        sim = Simulator(oracle=oracle)
-        regs = [0] * self.nregs
-        for name, steps in enumerate(self.model):
-            w = _Worker(name, regs)
-            for k, (var, spawn) in enumerate(steps):
-                sim.schedule(10 * k + name, w.step, sim, var, spawn)
-        sim.run()
-        self.outcomes.add(tuple(regs))
-        return True, repr(regs)
-
-
-def _explore(model, reduce):
-    run = ToyRun(model, 3)
-    res = explore_untimed(
-        run, stop_at_first=False, reduce=reduce, footprints=ToyFootprints, channels=receiver_of
-    )
-    assert res.complete
-    return run.outcomes, res
-
-
-_step = st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)))
-_model = st.lists(st.lists(_step, min_size=1, max_size=3), min_size=2, max_size=3).filter(
-    lambda m: sum(map(len, m)) <= 6
-)
+_model = models(max_steps=3, max_total=6)
 
 
 @settings(max_examples=60, deadline=None)
 @given(_model)
 def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model):
-    full, res_full = _explore(model, reduce=False)
-    reduced, res_red = _explore(model, reduce=True)
+    full, res_full = search_untimed(model, reduce=False)
+    reduced, res_red = search_untimed(model, reduce=True)
     assert reduced == full
     assert res_red.executions <= res_full.executions
 
@@ -97,14 +33,14 @@ def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model
 def test_independent_channels_need_one_execution():
     """Three channels on three registers: every interleaving commutes."""
     model = [[(0, None)], [(1, None)], [(2, None)]]
-    _, full = _explore(model, reduce=False)
-    _, red = _explore(model, reduce=True)
+    _, full = search_untimed(model, reduce=False)
+    _, red = search_untimed(model, reduce=True)
     assert full.executions == 6  # 3! interleavings
     assert red.executions == 1 and red.pruned == 0
 
 
 def test_a_race_on_one_register_keeps_both_orders_each_once():
-    outcomes, res = _explore([[(0, None)], [(0, None)]], reduce=True)
+    outcomes, res = search_untimed([[(0, None)], [(0, None)]], reduce=True)
     assert res.executions == 2 and len(outcomes) == 2
 
 

@@ -5,77 +5,43 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from test_check_untimed import ToyFootprints, ToyRun, _Helper, _model, _Worker
+from toy_models import Helper, StaggeredToyRun, Worker, models, no_timeouts, search_untimed
 
 from pyopenib.check import fingerprint
 from pyopenib.check.fingerprint import Undeclared, declare, state_fingerprint
-from pyopenib.check.untimed import explore_untimed
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import receiver_of
 
-declare(_Worker)
-declare(_Helper)
-
-
-def _timeouts(fn, args) -> bool:
-    return False
-
-
-def _explore(model, **kw):
-    run = ToyRun(model, 3)
-    res = explore_untimed(
-        run,
-        stop_at_first=False,
-        footprints=ToyFootprints,
-        channels=receiver_of,
-        timeouts=_timeouts,
-        **kw,
-    )
-    assert res.complete
-    return run.outcomes, res
+declare(Worker)
+declare(Helper)
 
 
 @settings(max_examples=30, deadline=None)
-@given(_model)
+@given(models(max_steps=3, max_total=6))
 def test_stateful_search_reaches_every_final_state_full_enumeration_reaches(model):
-    full, res_full = _explore(model, reduce=False)
-    stateful, res = _explore(model, stateful=True)
+    full, res_full = search_untimed(model, reduce=False)
+    stateful, res = search_untimed(model, stateful=True)
     assert stateful == full
     assert res.executions <= res_full.executions
 
 
-class _Setter:
+class _Setter(Worker):
     """Writes a constant: two setters of one register race (dependent) but both orders
     reach one state, which only a stateful search can see."""
 
-    def __init__(self, regs):
-        self.regs = regs
-
-    def step(self, sim, var, spawn):
+    def write(self, var):
         self.regs[var] = 1
 
 
-declare(_Setter)
-
-
-class _SetterRun:
-    def __call__(self, oracle):
-        sim = Simulator(oracle=oracle)
-        regs = [0, 0, 0]
-        for name in range(3):
-            w = _Setter(regs)
-            for k, var in enumerate((0, name)):
-                sim.schedule(10 * k + name, w.step, sim, var, None)
-        sim.run()
-        return True, repr(regs)
+class _SetterRun(StaggeredToyRun):
+    worker = _Setter
 
 
 def test_converging_orders_are_pruned_as_visited():
     """Three writers of one value race on a register: 3! orders of the race, one state."""
-    kw = dict(stop_at_first=False, footprints=ToyFootprints, channels=receiver_of)
-    stateless = explore_untimed(_SetterRun(), **kw)
-    stateful = explore_untimed(_SetterRun(), stateful=True, timeouts=_timeouts, **kw)
-    assert stateless.complete and stateful.complete
+    model = [[(0, None), (name, None)] for name in range(3)]
+    _, stateless = search_untimed(model, _SetterRun)
+    _, stateful = search_untimed(model, _SetterRun, stateful=True)
     assert stateful.matched > 0
     assert stateful.executions < stateless.executions
 
@@ -92,7 +58,7 @@ def test_an_object_without_a_declaration_is_an_error_not_skipped():
     sim = Simulator()
     sim.schedule(1, _Undeclared().tick)
     with pytest.raises(Undeclared, match="_Undeclared carries state"):
-        state_fingerprint(sim, receiver_of, _timeouts)
+        state_fingerprint(sim, receiver_of, no_timeouts)
 
 
 def test_declared_exclusions_leave_the_fingerprint_unchanged_and_the_rest_changes_it():
@@ -112,7 +78,7 @@ def test_declared_exclusions_leave_the_fingerprint_unchanged_and_the_rest_change
             box = Box()
             box.value, box.hits = value, hits
             sim.schedule(1, box.tick)
-            return state_fingerprint(sim, receiver_of, _timeouts)[0]
+            return state_fingerprint(sim, receiver_of, no_timeouts)[0]
 
         assert digest(1, 0) == digest(1, 5)
         assert digest(1, 0) != digest(2, 0)

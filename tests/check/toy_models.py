@@ -1,0 +1,179 @@
+"""Toy models for the property tests of the searches: a few workers whose steps update
+shared registers, with exact footprints, so that a reduced search can be compared with
+the enumeration of every order on models small enough to enumerate.
+
+A model is one list of steps per worker. A step ``(var, spawn)`` updates register
+``var`` with a non-commutative update (the order of two workers' steps on one register
+shows in the final state) and, when ``spawn`` names a register, hands a follow-up update
+of it to a fresh helper object: an event created by another, so the searches must also
+get causality right. The runs differ only in where the steps sit in time, which is what
+each search explores: all at one instant (ties), staggered (the untimed scheduler must
+ignore the instants), or chained by durations (bounds timing).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from pyopenib.check.untimed import explore_untimed
+from pyopenib.sim import Simulator
+from pyopenib.sim.ties import receiver_of
+
+
+class Worker:
+    """One toy object: step ``k`` runs ``steps[k]`` (see the module docstring); its
+    helpers are scheduled ``spawn_delay`` after the step."""
+
+    def __init__(self, name, steps, regs, sim, spawn_delay):
+        self.name = name
+        self.steps = steps
+        self.regs = regs
+        self.sim = sim
+        self.spawn_delay = spawn_delay
+
+    def step(self, k):
+        var, spawn = self.steps[k][:2]
+        self.write(var)
+        if spawn is not None:
+            self.sim.schedule(self.spawn_delay, Helper(self.regs).touch, spawn)
+
+    def write(self, var):
+        self.regs[var] = (self.regs[var] * 3 + self.name + 1) % 1009
+
+
+class TimedWorker(Worker):
+    """A worker whose steps run one after the other: a step ``(var, spawn, (lo, nominal,
+    hi))`` schedules the next one a duration ``toy.step`` from that interval later, so
+    which steps of different workers meet on a register depends on the durations."""
+
+    def step(self, k):
+        super().step(k)
+        if k + 1 < len(self.steps):
+            self.sim.schedule(self.sim.duration("toy.step", *self.steps[k][2]), self.step, k + 1)
+
+
+class Helper:
+    """A worker's follow-up: an object of its own, so a channel (and a tie party) of its
+    own, born during the run."""
+
+    def __init__(self, regs):
+        self.regs = regs
+
+    def touch(self, var):
+        self.regs[var] = (self.regs[var] * 5 + 2) % 1009
+
+
+class ToyFootprints:
+    """Exact footprints of the toy: the register a step or a helper updates."""
+
+    def static(self, sim, obj, fn, args):
+        if fn.__name__ == "step":
+            return {("reg", obj.steps[args[0]][0])}
+        return {("reg", args[0])}
+
+    def learn(self, sim, events):
+        return set()
+
+
+class TimedToyFootprints(ToyFootprints):
+    """The toy's exact footprints, and what ``check/causal.py`` asks of a model: the
+    toy's durations only add to the time of the one step they schedule; it has no clocks,
+    decisions or ordered channels."""
+
+    ADDITIVE = frozenset({"toy.step"})
+    FIRST_ONLY = frozenset()
+
+    @staticmethod
+    def channel(fn, args):
+        return None
+
+    def clocks(self, fp):
+        return {}
+
+    def decision_times(self, fp):
+        return ()
+
+
+class ToyRun:
+    """A model as a run of the searches, ``run(oracle) -> (ok, outcome)``, keeping every
+    final register state it reaches in ``outcomes``. Every step is scheduled before the
+    run, at instant 0, and helpers at the instant of their step: every order is a choice
+    among ties."""
+
+    worker = Worker
+    spawn_delay = 0
+
+    def __init__(self, model, nregs=3):
+        self.model = model
+        self.nregs = nregs
+        self.outcomes: set[tuple] = set()
+
+    def __call__(self, oracle):
+        sim = Simulator(oracle=oracle)
+        regs = [0] * self.nregs
+        for name, spec in enumerate(self.model):
+            self.start(sim, name, spec, regs)
+        sim.run()
+        self.outcomes.add(tuple(regs))
+        return True, repr(regs)
+
+    def start(self, sim, name, steps, regs):
+        worker = self.worker(name, steps, regs, sim, self.spawn_delay)
+        for k in range(len(steps)):
+            sim.schedule(self.instant(name, k), worker.step, k)
+
+    def instant(self, name, k):
+        return 0
+
+
+class StaggeredToyRun(ToyRun):
+    """Worker ``name``'s step ``k`` at ``10 k + name`` and helpers 7 later, between later
+    steps: the nominal order is one interleaving, and the untimed scheduler must reach
+    the others, which run events due later first."""
+
+    spawn_delay = 7
+
+    def instant(self, name, k):
+        return 10 * k + name
+
+
+class TimedToyRun(ToyRun):
+    """A model of ``(start, steps)`` per worker, its steps chained by durations
+    (``TimedWorker``), the first at ``start``."""
+
+    worker = TimedWorker
+
+    def start(self, sim, name, spec, regs):
+        start, steps = spec
+        sim.schedule(start, self.worker(name, steps, regs, sim, self.spawn_delay).step, 0)
+
+
+def no_timeouts(fn, args) -> bool:
+    """The toy's timeouts: none (``explore_untimed(timeouts=...)``)."""
+    return False
+
+
+def search_untimed(model, run=StaggeredToyRun, **kw):
+    """The untimed search over ``run(model)`` with the toy's channels (one per object),
+    footprints and timeouts: the final states it reached and its result (complete: a toy
+    search is never cut)."""
+    toy = run(model)
+    res = explore_untimed(
+        toy,
+        stop_at_first=False,
+        footprints=ToyFootprints,
+        channels=receiver_of,
+        timeouts=no_timeouts,
+        **kw,
+    )
+    assert res.complete
+    return toy.outcomes, res
+
+
+def models(max_steps: int, max_total: int):
+    """Models of 2 or 3 workers on 3 registers, each worker of 1 to ``max_steps`` steps,
+    ``max_total`` steps at most in all."""
+    step = st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)))
+    return st.lists(st.lists(step, min_size=1, max_size=max_steps), min_size=2, max_size=3).filter(
+        lambda m: sum(map(len, m)) <= max_total
+    )
