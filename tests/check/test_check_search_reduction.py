@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toy_models import TimedToyFootprints, TimedToyRun, ToyFootprints, ToyRun, models
+from toy_models import TimedToyFootprints, TimedToyRun, ToyFootprints, ToyRun, models, orders
 
 from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import TIE_LABEL
 
-_model = models(max_steps=2, max_total=5)
 
-
-@settings(max_examples=40, deadline=None)
-@given(_model)
+@settings(max_examples=100, deadline=None)
+@given(models(max_steps=2, max_total=5))
 def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model):
     bound = sum(len(s) for s in model) * 2  # more than the ties: unbounded in effect
     full = ToyRun(model, 3)
@@ -42,6 +40,7 @@ def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model
         footprints=ToyFootprints,
     )
     assert res_full.complete and res_red.complete
+    assert res_full.executions == orders(model)
     assert reduced.outcomes == full.outcomes
     assert res_red.executions <= res_full.executions
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 from greenlet import greenlet
 from hypothesis import given, settings
-from toy_models import models, search_untimed
+from toy_models import models, orders, search_untimed
 
 from pyopenib.check.channels import channel_name, channel_of, is_timeout
 from pyopenib.check.fingerprint import state_fingerprint
@@ -18,14 +18,15 @@ from pyopenib.cli import main
 from pyopenib.sim import NominalOracle, Simulator
 from pyopenib.sim.untimed import UntimedControl
 
-_model = models(max_steps=3, max_total=6)
 
-
-@settings(max_examples=60, deadline=None)
-@given(_model)
+@settings(max_examples=200, deadline=None)
+@given(models(max_steps=3, max_total=6))
 def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model):
+    """Models bounded by their number of orders (``toy_models.models``): many cheap
+    examples find more than a few factorial ones."""
     full, res_full = search_untimed(model, reduce=False)
     reduced, res_red = search_untimed(model, reduce=True)
+    assert res_full.executions == orders(model)
     assert reduced == full
     assert res_red.executions <= res_full.executions
 

@@ -16,7 +16,7 @@ declare(Worker)
 declare(Helper)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(models(max_steps=3, max_total=6))
 def test_stateful_search_reaches_every_final_state_full_enumeration_reaches(model):
     full, res_full = search_untimed(model, reduce=False)
