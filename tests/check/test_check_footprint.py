@@ -4,23 +4,19 @@ the host (two QPs of one NIC, a rank and its NIC's work queues, commute)."""
 
 from __future__ import annotations
 
+from model_runs import SMALL_QUEUES, t3_bibw
+
 from pyopenib.check.footprint import ANY, host_projection
-from pyopenib.check.scenario_runs import RACE_LABELS, scenario_runner
+from pyopenib.check.scenario_runs import RACE_LABELS
 from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
 from pyopenib.sim.ties import TIE_LABEL
 
-QUEUES = "P,128,4,2,2,2:P,65536,4,2,2,2"
+QUEUES = SMALL_QUEUES
 
 
 def _run(policy="own", fragments=4):
-    return scenario_runner(
-        "bibw",
-        device="chelsio-t3",
-        credits_qp=policy,
-        iterations=fragments,
-        mca_pairs=[("btl_openib_receive_queues", QUEUES)],
-    )
+    return t3_bibw(fragments, QUEUES, policy)
 
 
 class _Outcomes:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from click.testing import CliRunner
 from greenlet import greenlet
 from hypothesis import given, settings
+from model_runs import t3_bibw
 from toy_models import models, orders, search_untimed
 
 from pyopenib.check.channels import channel_name, channel_of, is_timeout
 from pyopenib.check.fingerprint import state_fingerprint
 from pyopenib.check.footprint import ANY
 from pyopenib.check.replay import ReplayToken, untimed_script, untimed_token
-from pyopenib.check.scenario_runs import scenario_runner
 from pyopenib.check.untimed import UntimedOracle
 from pyopenib.cli import main
 from pyopenib.sim import NominalOracle, Simulator
@@ -121,13 +121,7 @@ def test_an_untimed_token_carries_the_schedule_and_gives_it_back():
 
 
 def test_the_t3_channels_keep_the_hardware_fifos_and_a_nic_writes_to_the_host_in_order():
-    run = scenario_runner(
-        "bibw",
-        device="chelsio-t3",
-        credits_qp="own",
-        iterations=2,
-        mca_pairs=[("btl_openib_receive_queues", "P,128,4,2,2,2:P,65536,4,2,2,2")],
-    )
+    run = t3_bibw(2)
     oracle = UntimedOracle()
     ok, _ = run(oracle)
     assert ok and oracle.frames
@@ -169,13 +163,7 @@ def test_a_cqe_write_commutes_with_a_rank_step_that_did_not_touch_its_cq():
     armed (``check/cq_access.py``); a CQE write to another CQ (or to one the step never
     looked at) is independent of it. Both orders of every such pair of the plain T3 run
     reach one state (fingerprint)."""
-    run = scenario_runner(
-        "bibw",
-        device="chelsio-t3",
-        credits_qp="own",
-        iterations=1,
-        mca_pairs=[("btl_openib_receive_queues", "P,128,4,2,2,2:P,65536,4,2,2,2")],
-    )
+    run = t3_bibw(1)
     plain = UntimedOracle()
     assert run(plain)[0]
     script = [f.chosen for f in plain.frames]

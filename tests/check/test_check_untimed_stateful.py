@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+from model_runs import CHECK_QUEUES, t3_bibw
 from toy_models import Helper, StaggeredToyRun, Worker, models, no_timeouts, search_untimed
 
 from pyopenib.check import fingerprint
@@ -92,18 +93,9 @@ def test_on_t3_both_orders_of_two_independent_events_give_one_fingerprint():
     ones of one register (a QP's engine and its doorbell) need not."""
     from pyopenib.check.channels import channel_of, is_timeout
     from pyopenib.check.footprint import event_object
-    from pyopenib.check.scenario_runs import scenario_runner
     from pyopenib.check.untimed import UntimedOracle, _conflict, _Frame
 
-    run = scenario_runner(
-        "bibw",
-        device="chelsio-t3",
-        mca_pairs=[
-            ("btl_openib_receive_queues", "P,128,4,2,2,2:P,65536,4,2,2,2"),
-            ("btl_openib_credits_qp", "own"),
-        ],
-        iterations=1,
-    )
+    run = t3_bibw(1)
 
     class Steer(UntimedOracle):
         """Plain order, except the two given heads (issue numbers) at step ``at``."""
@@ -160,7 +152,6 @@ def test_every_object_of_a_long_bibw_run_is_declared():
     a 40-fragment run fingerprints without ``Undeclared``, the same at one instant of two
     runs."""
     from pyopenib.check.channels import channel_of, is_timeout
-    from pyopenib.check.scenario_runs import scenario_runner
     from pyopenib.check.search import SearchOracle
 
     class FingerprintAt(SearchOracle):
@@ -175,13 +166,7 @@ def test_every_object_of_a_long_bibw_run_is_declared():
                 self.digests.append(state_fingerprint(sim, channel_of, is_timeout)[0])
             super().before(sim, entry, obj, heads)
 
-    run = scenario_runner(
-        "bibw",
-        device="chelsio-t3",
-        credits_qp="own",
-        iterations=40,
-        mca_pairs=[("btl_openib_receive_queues", "P,128,8,6,4,4:P,65536,8,6,4,4")],
-    )
+    run = t3_bibw(40, CHECK_QUEUES)
     runs = []
     for _ in range(2):
         oracle = FingerprintAt([100_000_000, 400_000_000, 700_000_000])
