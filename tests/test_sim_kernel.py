@@ -279,3 +279,43 @@ def test_a_tie_answer_reorders_objects_at_one_instant_only():
     sim.schedule(0, lambda: log.append("other"))  # another object, same instant
     sim.run()
     assert log == ["other", "first", "later"]
+
+
+class _UntimedNominal(NominalOracle):
+    """Nominal answers; the untimed scheduler loop, always its earliest enabled event."""
+
+    def __init__(self):
+        from pyopenib.sim.untimed import UntimedControl
+
+        self.ties = UntimedControl(lambda sim, entries, channels: 0)
+
+
+@pytest.mark.parametrize("oracle", [NominalOracle, _TieNominal, _UntimedNominal])
+def test_after_event_sees_what_one_run_per_event_sees_and_ends_the_run_on_true(oracle):
+    """``run(after_event=f)`` is ``run(max_events=1)`` in a loop with ``f`` after each
+    call, in each of the kernel's loops: the same events (no folded sleep skips one),
+    the same state seen after each, and a True answer ends the run after that event."""
+
+    def stepped(stop_after):
+        sim, log, seen = Simulator(oracle=oracle()), [], []
+        _mixed_model(sim, log)
+        while sim.run(max_events=1):
+            seen.append((sim.now, len(log)))
+            if len(seen) == stop_after:
+                break
+        return seen, log, sim.now, sim.events_run, sim.timers_withdrawn
+
+    def watched(stop_after):
+        sim, log, seen = Simulator(oracle=oracle()), [], []
+        _mixed_model(sim, log)
+
+        def after_event() -> bool:
+            seen.append((sim.now, len(log)))
+            return len(seen) == stop_after
+
+        sim.run(after_event=after_event)
+        return seen, log, sim.now, sim.events_run, sim.timers_withdrawn
+
+    for stop_after in (5, 1_000):
+        assert watched(stop_after) == stepped(stop_after)
+    assert len(watched(5)[0]) == 5

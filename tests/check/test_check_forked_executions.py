@@ -9,7 +9,7 @@ import pytest
 
 from pyopenib.check import executions, explore_exhaustive, scenario_runner
 from pyopenib.check.forking import fork_unavailable
-from pyopenib.check.search import explore
+from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import TIE_LABEL
@@ -108,3 +108,51 @@ def test_forked_scenario_searches_equal_reexecuted_ones(monkeypatch):
     assert explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400) == bounds
     assert lohi.complete and lohi.executions > 50
     assert bounds.complete and bounds.executions > 10
+
+
+def _never_quiet(monkeypatch):
+    """Every execution observed to its end, as before leaves went quiet."""
+    init = SearchOracle.__init__
+
+    def observed_to_the_end(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.leaf = False
+        self._quiet_at = -1
+
+    monkeypatch.setattr(SearchOracle, "__init__", observed_to_the_end)
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_leaves_that_go_quiet_after_their_script_change_no_search_result(monkeypatch, forked):
+    """A last-level execution stops observing after its last deviation (nominal answers,
+    no footprints): the searches' whole results are those of executions observed to
+    their end, with fork and with re-execution, a violation's included."""
+    if not forked:
+        _reexecuted(monkeypatch)
+    own = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
+    )
+    went_quiet = []
+    finish = SearchOracle.finish
+
+    def recording(self):
+        went_quiet.append(self.quiet)
+        finish(self)
+
+    monkeypatch.setattr(SearchOracle, "finish", recording)
+
+    def searches():
+        return (
+            explore_exhaustive(own, RACE, 1),
+            explore(own, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400),
+            explore(own, Timing.NOMINAL, 2, {TIE_LABEL}, 400),
+            explore_exhaustive(ToyRun(fail_at=(4, 3)), None, 2, stop_at_first=False),
+        )
+
+    quiet = searches()
+    if not forked:  # (a forked child's finish runs in the child)
+        assert sum(went_quiet) > 20  # the bounds search's leaves really went quiet
+    _never_quiet(monkeypatch)
+    assert searches() == quiet
+    assert quiet[1].complete and quiet[2].levels_complete == 2
+    assert quiet[3].counterexample.deviations == [(4, "d4", 2)]

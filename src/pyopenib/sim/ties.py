@@ -64,9 +64,9 @@ class TieControl:
         if self.observer is not None:
             self.observer.bind(sim)
 
-    def run(self, sim, heap, until, max_events) -> None:
-        """Execute events as ``Simulator.run`` does (same ``until``/``max_events`` rules),
-        asking ``sim.oracle`` at every tie."""
+    def run(self, sim, heap, until, max_events, after_event=None) -> None:
+        """Execute events as ``Simulator.run`` does (same ``until``/``max_events``/
+        ``after_event`` rules), asking ``sim.oracle`` at every tie."""
         pop = heappop
         push = heappush
         object_of = self.object_of
@@ -114,5 +114,7 @@ class TieControl:
                 observer.after(sim)
             else:
                 chosen[2](*chosen[3])
+            if after_event is not None and after_event():
+                break
         if until is not None and sim.now < until and (not heap or heap[0][0] > until):
             sim.now = until
