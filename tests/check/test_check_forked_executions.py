@@ -95,9 +95,32 @@ def test_fork_is_not_used_with_threads_running_nor_for_a_closure():
     assert len(seen) == res.executions == 13  # every execution ran in this process
 
 
+def test_cheap_executions_are_run_again_instead_of_forked(monkeypatch):
+    """A scenario's executions report their cost; below ``FORK_PAYS_S`` each child runs
+    again from the start in this process (no fork at all), above it they are forked."""
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
+    )
+    forked = []
+    fork = executions.run_forked
+
+    def counting(*args):
+        forked.append(1)
+        return fork(*args)
+
+    monkeypatch.setattr(executions, "run_forked", counting)
+    monkeypatch.setattr(executions, "FORK_PAYS_S", float("inf"))
+    cheap = explore_exhaustive(run, RACE, 1)
+    assert not forked and run.execution_cpu is not None
+    monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)
+    assert explore_exhaustive(run, RACE, 1) == cheap
+    assert forked
+
+
 def test_forked_scenario_searches_equal_reexecuted_ones(monkeypatch):
     """The real T3 model: lo/hi K=1 and the bounds search with ties, fork vs re-execution,
     whole results compared (counts, classes, pruning, verdicts)."""
+    monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)  # fork however cheap they are
     run = scenario_runner(
         "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
     )
@@ -127,7 +150,9 @@ def test_leaves_that_go_quiet_after_their_script_change_no_search_result(monkeyp
     """A last-level execution stops observing after its last deviation (nominal answers,
     no footprints): the searches' whole results are those of executions observed to
     their end, with fork and with re-execution, a violation's included."""
-    if not forked:
+    if forked:
+        monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)
+    else:
         _reexecuted(monkeypatch)
     own = scenario_runner(
         "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES

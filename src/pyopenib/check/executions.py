@@ -5,9 +5,11 @@ A level lists executions as their deviations from nominal timing, children of on
 side by side (the breadth-first searches of ``explore.py`` and ``search.py`` build them so).
 ``run_level`` hands back ``(deviations, result)`` pairs in level order either way, so a search's
 counts, verdict and counterexample do not depend on how its executions ran: with fork, the
-parent execution runs once more and forks every child at its deviating choice point; without
-(a run not ``forkable``, ``--dask``, no ``os.fork``, threads running) the children run from the start on the
-workers, in ordered batches, as before prefix sharing existed.
+first child of a parent runs from the start and, if its cost says forking pays
+(``fork_pays``), the parent execution runs once more and forks every other child at its
+deviating choice point; without (a run not ``forkable``, ``--dask``, no ``os.fork``,
+threads running, or executions too cheap for forking to pay) the children run from the
+start on the workers, in ordered batches, as before prefix sharing existed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .forking import ForkingOracle, PrefixForks, fork_unavailable, run_forked
 from .monitor import Monitor
 from .search import SearchOracle, batch_size, script_of
 
-__all__ = ["Steering", "execute", "forks_here", "run_level"]
+__all__ = ["FORK_PAYS_S", "Steering", "execute", "fork_pays", "forks_here", "run_level"]
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,17 @@ def execute(task):
     return steering.keep(oracle, ok, outcome)
 
 
+FORK_PAYS_S = 0.025
+"""CPU seconds a (warm) execution must cost for forking its siblings to pay. A forked
+child costs ~10 ms more than the part of the run it executes (its parent's page tables,
+and ~1,500 copy-on-write faults as it touches a CPython heap) and skips on average about
+half of its parent's run: at 40 fragments a lo/hi execution costs ~17 ms and running its
+siblings again from the start is cheaper; a bounds execution ~30 ms, most of it the
+observed prefix a forked child skips, and forking is (docs/PERFORMANCE.md)."""
+
+
 def forks_here(steering: Steering, workers) -> bool:
-    """Whether this search's executions are forked from their parents' runs: the run
+    """Whether this search's executions may be forked from their parents' runs: the run
     says its only effect is its result (``forkable``, e.g. ``ScenarioRun``; a closure
     that records what it saw must run in this process), no Dask, and this process may
     fork (``fork_unavailable``)."""
@@ -52,6 +63,14 @@ def forks_here(steering: Steering, workers) -> bool:
         and workers.dask is None
         and fork_unavailable() is None
     )
+
+
+def fork_pays(run) -> bool:
+    """Whether forking executions of ``run`` costs less than running them again: its last
+    execution here (``execution_cpu``, when it reports one) cost more than
+    ``FORK_PAYS_S``. Either way the results are the same; only their cost differs."""
+    cpu = getattr(run, "execution_cpu", None)
+    return cpu is None or cpu > FORK_PAYS_S
 
 
 def run_level(steering: Steering, level: list, workers, stop_at_first: bool, budget: int):
@@ -67,6 +86,15 @@ def run_level(steering: Steering, level: list, workers, stop_at_first: bool, bud
     for parent, group in groupby(level, key=lambda devs: devs[:-1]):
         group = list(group)
         if group == [()]:  # the first execution has no parent to fork from
+            yield from _reexecuted(steering, group, workers)
+            continue
+        # The child with the shortest prefix runs from the start (forking it would save
+        # the least), and what it cost says whether forking its siblings pays.
+        yield from _reexecuted(steering, group[:1], workers)
+        group = group[1:]
+        if not group:
+            continue
+        if not fork_pays(steering.run):
             yield from _reexecuted(steering, group, workers)
             continue
         if monitor is not None:

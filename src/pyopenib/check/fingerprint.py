@@ -340,6 +340,7 @@ _MODEL = {
         "fast_paths": _SAME,
         "seed": _SAME,
         "nominal": _SAME,
+        "duration": "bound from the oracle: the same in every state of one search",
     },
     "pyopenib.sim._kernel.Process": {"sim": "the simulator is walked from the roots"},
     "pyopenib.sim._kernel.Timer": {},

@@ -139,6 +139,7 @@ class SearchOracle(Oracle):
         self.script = list(script)
         self.timing = timing
         self.labels = labels
+        self.branching = labels  # the simulator answers the other labels' durations
         self.reduce = reduce
         self.trail: list[Choice] = []
         durations_branch = timing is not None and timing is not Timing.NOMINAL

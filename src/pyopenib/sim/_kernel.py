@@ -407,7 +407,9 @@ class Simulator:
     def oracle(self, oracle: Oracle) -> None:
         """Under the nominal oracle ``duration`` is bound to a function that returns the
         nominal value directly, and ``nominal`` is True: the hottest hardware paths read
-        an interval's nominal value themselves instead of calling ``duration``."""
+        an interval's nominal value themselves instead of calling ``duration``. Under an
+        oracle that declares its ``branching`` labels, ``duration`` is bound to a
+        function that answers the other labels' nominal value itself."""
         self._oracle = oracle
         self.ties = ties = oracle.ties
         if ties is not None:
@@ -415,12 +417,26 @@ class Simulator:
         self.nominal = type(oracle) is NominalOracle
         if self.nominal:
             self.duration = _nominal_duration
+        elif oracle.branching is not None:
+            self.duration = _duration_for(oracle.branching, oracle.duration)
         else:
             self.__dict__.pop("duration", None)
 
 
 def _nominal_duration(label: str, lo: int, nominal: int, hi: int) -> int:
     return nominal
+
+
+def _duration_for(labels: frozenset, ask):
+    """``Simulator.duration`` for an oracle that answers only the durations of ``labels``
+    (``ask``, its ``duration``)."""
+
+    def duration(label: str, lo: int, nominal: int, hi: int) -> int:
+        if lo == hi or label not in labels:
+            return nominal
+        return ask(label, lo, nominal, hi)
+
+    return duration
 
 
 def make_simulator(seed: int = 0, randomize: bool = False, tracer: Tracer | None = None):
