@@ -8,9 +8,10 @@ small queues
 that ``make bench`` stays bounded: a case cut by its budget says so ("cut") instead of a
 verdict. Reported: executions, equivalence classes (distinct per-actor event orders),
 the levels completed, the verdict, the CPU seconds of the process and of the children it
-forked (a search forks its executions from their parents' runs, ``check/forking.py``; on
-a loaded machine CPU is the steadier figure; wall seconds beside it) and executions per
-CPU second, the rate issue 13 asks to double.
+forked (a search forks its executions from their parents' runs where an execution costs
+enough for that to pay, ``check/executions.py``; on a loaded machine CPU is the steadier
+figure; wall seconds beside it) and executions per CPU second, the rate issue 13 asks to
+double.
 """
 
 from __future__ import annotations

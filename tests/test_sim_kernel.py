@@ -319,3 +319,27 @@ def test_after_event_sees_what_one_run_per_event_sees_and_ends_the_run_on_true(o
     for stop_after in (5, 1_000):
         assert watched(stop_after) == stepped(stop_after)
     assert len(watched(5)[0]) == 5
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"max_events": 9}, {"until": 15}])
+def test_settle_nominal_hands_the_rest_of_a_tie_run_to_the_plain_loop(kwargs):
+    """An oracle whose script is spent settles the run nominal mid-way: the tie loop
+    stops at once and the plain loop runs the rest (within the same ``max_events`` and
+    ``until``), event for event the plain run."""
+
+    class SettlesAtSecondTie(_TieNominal):
+        def choose(self, label, n):
+            self.asked += 1
+            if self.asked == 2:
+                sim.settle_nominal()
+            return 0
+
+    runs = []
+    for oracle in (None, SettlesAtSecondTie()):
+        sim = Simulator(oracle=oracle, fast_paths=False)
+        log = []
+        _mixed_model(sim, log)
+        ran = sim.run(**kwargs)
+        runs.append((log, ran, sim.now, sim.events_run, sim.timers_withdrawn))
+    assert runs[0] == runs[1]
+    assert oracle.asked == 2 and sim.ties is None and sim.nominal

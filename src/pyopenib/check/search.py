@@ -180,6 +180,8 @@ class SearchOracle(Oracle):
             self._tie_index = i
         if i + 1 == self._quiet_at:
             self.quiet = True
+            if self.sim is not None:
+                self.sim.settle_nominal()
         return pick
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
@@ -241,8 +243,8 @@ class SearchOracle(Oracle):
     # -- the tie observer ----------------------------------------------------------------
     def bind(self, sim) -> None:
         self.sim = sim
-        if sim.tracer is None:  # the footprints read the trace; tracing only observes
-            sim.tracer = Tracer(sim)
+        if self.ties is not None and sim.tracer is None:
+            sim.tracer = Tracer(sim)  # the footprints read the trace; tracing only observes
 
     def before(self, sim, entry, obj, heads) -> None:
         if self.quiet:

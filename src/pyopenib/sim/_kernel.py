@@ -205,11 +205,14 @@ class Simulator:
         ):
             self._fold_until = until if until is not None else 1 << 126
         try:
-            if self.ties is not None:
-                self.ties.run(self, heap, until, max_events, after_event)
-            elif after_event is None:
+            plain = self.ties is None
+            if not plain:
+                left = self.ties.run(self, heap, until, max_events, after_event)
+                if left is not None:  # ``settle_nominal`` released the tie loop
+                    plain, max_events = True, None if left < 0 else left
+            if plain and after_event is None:
                 self._run(heap, until, max_events)
-            else:
+            elif plain:
                 self._run_watched(heap, until, max_events, after_event)
         finally:
             self._fold_until = -1
@@ -386,6 +389,17 @@ class Simulator:
         return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
 
     # -- choice points ------------------------------------------------------------------
+    def settle_nominal(self) -> None:
+        """The oracle will answer every later choice point with its option 0 (a search's
+        execution past its script): the simulator answers them itself from here on, as
+        under the nominal oracle: durations at their nominal value, and same-instant
+        events in scheduling order, which is what option 0 of a tie runs (a tie loop
+        under way hands the rest of the run to the plain loop). The same run, without
+        the calls."""
+        self.nominal = True
+        self.duration = _nominal_duration
+        self.ties = None
+
     def choose(self, label: str, options):
         """Pick one of ``options``; the oracle decides (index 0 is the nominal one)."""
         n = len(options)
@@ -411,6 +425,7 @@ class Simulator:
         oracle that declares its ``branching`` labels, ``duration`` is bound to a
         function that answers the other labels' nominal value itself."""
         self._oracle = oracle
+        oracle.bind(self)
         self.ties = ties = oracle.ties
         if ties is not None:
             ties.bind(self)

@@ -51,6 +51,9 @@ class Oracle:
     itself, without calling the oracle: an explorer branches on a few labels and a run
     draws thousands of durations of the others."""
 
+    def bind(self, sim) -> None:
+        """Called when simulator ``sim`` takes this oracle (before its first event)."""
+
     def choose(self, label: str, n: int) -> int:
         raise NotImplementedError
 
