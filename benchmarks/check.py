@@ -8,14 +8,16 @@ small queues
 that ``make bench`` stays bounded: a case cut by its budget says so ("cut") instead of a
 verdict. Reported: executions, equivalence classes (distinct per-actor event orders),
 the levels completed, the verdict, the CPU seconds of the process and of the children it
-forked (a search forks its executions from their parents' runs, ``check/forking.py``; on
-a loaded machine CPU is the steadier figure; wall seconds beside it) and executions per
-CPU second, the rate issue 13 asks to double.
+forked (a search forks its executions from their parents' runs where an execution costs
+enough for that to pay, ``check/executions.py``; on a loaded machine CPU is the steadier
+figure; wall seconds beside it) and executions per CPU second, the rate issue 13 asks to
+double.
 """
 
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from dataclasses import dataclass
 
@@ -154,7 +156,12 @@ def measure(case: Case) -> dict:
     return row(res.executions, res.classes, levels, verdict)
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Every case, or the cases named (``python benchmarks/check.py "T3 own bounds"``: an
+    A/B of one search runs it alone, a fresh process per run)."""
+    unknown = set(names) - {c.name for c in CASES}
+    if unknown:
+        raise SystemExit(f"no such case: {', '.join(sorted(unknown))}")
     table = Table(title="check: bibw searches (inline, one process; K = deviations bound)")
     for col in (
         "case",
@@ -169,7 +176,7 @@ def main() -> None:
         "exec/CPU s",
     ):
         table.add_column(col, justify="left" if col in ("case", "verdict") else "right")
-    for case in CASES:
+    for case in [c for c in CASES if not names or c.name in names]:
         m = measure(case)
         table.add_row(
             case.name,
@@ -187,4 +194,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -279,3 +279,67 @@ def test_a_tie_answer_reorders_objects_at_one_instant_only():
     sim.schedule(0, lambda: log.append("other"))  # another object, same instant
     sim.run()
     assert log == ["other", "first", "later"]
+
+
+class _UntimedNominal(NominalOracle):
+    """Nominal answers; the untimed scheduler loop, always its earliest enabled event."""
+
+    def __init__(self):
+        from pyopenib.sim.untimed import UntimedControl
+
+        self.ties = UntimedControl(lambda sim, entries, channels: 0)
+
+
+@pytest.mark.parametrize("oracle", [NominalOracle, _TieNominal, _UntimedNominal])
+def test_after_event_sees_what_one_run_per_event_sees_and_ends_the_run_on_true(oracle):
+    """``run(after_event=f)`` is ``run(max_events=1)`` in a loop with ``f`` after each
+    call, in each of the kernel's loops: the same events (no folded sleep skips one),
+    the same state seen after each, and a True answer ends the run after that event."""
+
+    def stepped(stop_after):
+        sim, log, seen = Simulator(oracle=oracle()), [], []
+        _mixed_model(sim, log)
+        while sim.run(max_events=1):
+            seen.append((sim.now, len(log)))
+            if len(seen) == stop_after:
+                break
+        return seen, log, sim.now, sim.events_run, sim.timers_withdrawn
+
+    def watched(stop_after):
+        sim, log, seen = Simulator(oracle=oracle()), [], []
+        _mixed_model(sim, log)
+
+        def after_event() -> bool:
+            seen.append((sim.now, len(log)))
+            return len(seen) == stop_after
+
+        sim.run(after_event=after_event)
+        return seen, log, sim.now, sim.events_run, sim.timers_withdrawn
+
+    for stop_after in (5, 1_000):
+        assert watched(stop_after) == stepped(stop_after)
+    assert len(watched(5)[0]) == 5
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"max_events": 9}, {"until": 15}])
+def test_settle_nominal_hands_the_rest_of_a_tie_run_to_the_plain_loop(kwargs):
+    """An oracle whose script is spent settles the run nominal mid-way: the tie loop
+    stops at once and the plain loop runs the rest (within the same ``max_events`` and
+    ``until``), event for event the plain run."""
+
+    class SettlesAtSecondTie(_TieNominal):
+        def choose(self, label, n):
+            self.asked += 1
+            if self.asked == 2:
+                sim.settle_nominal()
+            return 0
+
+    runs = []
+    for oracle in (None, SettlesAtSecondTie()):
+        sim = Simulator(oracle=oracle, fast_paths=False)
+        log = []
+        _mixed_model(sim, log)
+        ran = sim.run(**kwargs)
+        runs.append((log, ran, sim.now, sim.events_run, sim.timers_withdrawn))
+    assert runs[0] == runs[1]
+    assert oracle.asked == 2 and sim.ties is None and sim.nominal

@@ -9,7 +9,7 @@ import pytest
 
 from pyopenib.check import executions, explore_exhaustive, scenario_runner
 from pyopenib.check.forking import fork_unavailable
-from pyopenib.check.search import explore
+from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import TIE_LABEL
@@ -95,9 +95,32 @@ def test_fork_is_not_used_with_threads_running_nor_for_a_closure():
     assert len(seen) == res.executions == 13  # every execution ran in this process
 
 
+def test_cheap_executions_are_run_again_instead_of_forked(monkeypatch):
+    """A scenario's executions report their cost; below ``FORK_PAYS_S`` each child runs
+    again from the start in this process (no fork at all), above it they are forked."""
+    run = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
+    )
+    forked = []
+    fork = executions.run_forked
+
+    def counting(*args):
+        forked.append(1)
+        return fork(*args)
+
+    monkeypatch.setattr(executions, "run_forked", counting)
+    monkeypatch.setattr(executions, "FORK_PAYS_S", float("inf"))
+    cheap = explore_exhaustive(run, RACE, 1)
+    assert not forked and run.execution_cpu is not None
+    monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)
+    assert explore_exhaustive(run, RACE, 1) == cheap
+    assert forked
+
+
 def test_forked_scenario_searches_equal_reexecuted_ones(monkeypatch):
     """The real T3 model: lo/hi K=1 and the bounds search with ties, fork vs re-execution,
     whole results compared (counts, classes, pruning, verdicts)."""
+    monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)  # fork however cheap they are
     run = scenario_runner(
         "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
     )
@@ -108,3 +131,53 @@ def test_forked_scenario_searches_equal_reexecuted_ones(monkeypatch):
     assert explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400) == bounds
     assert lohi.complete and lohi.executions > 50
     assert bounds.complete and bounds.executions > 10
+
+
+def _never_quiet(monkeypatch):
+    """Every execution observed to its end, as before leaves went quiet."""
+    init = SearchOracle.__init__
+
+    def observed_to_the_end(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.leaf = False
+        self._quiet_at = -1
+
+    monkeypatch.setattr(SearchOracle, "__init__", observed_to_the_end)
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_leaves_that_go_quiet_after_their_script_change_no_search_result(monkeypatch, forked):
+    """A last-level execution stops observing after its last deviation (nominal answers,
+    no footprints): the searches' whole results are those of executions observed to
+    their end, with fork and with re-execution, a violation's included."""
+    if forked:
+        monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)
+    else:
+        _reexecuted(monkeypatch)
+    own = scenario_runner(
+        "bibw", device="chelsio-t3", credits_qp="own", iterations=3, mca_pairs=QUEUES
+    )
+    went_quiet = []
+    finish = SearchOracle.finish
+
+    def recording(self):
+        went_quiet.append(self.quiet)
+        finish(self)
+
+    monkeypatch.setattr(SearchOracle, "finish", recording)
+
+    def searches():
+        return (
+            explore_exhaustive(own, RACE, 1),
+            explore(own, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400),
+            explore(own, Timing.NOMINAL, 2, {TIE_LABEL}, 400),
+            explore_exhaustive(ToyRun(fail_at=(4, 3)), None, 2, stop_at_first=False),
+        )
+
+    quiet = searches()
+    if not forked:  # (a forked child's finish runs in the child)
+        assert sum(went_quiet) > 20  # the bounds search's leaves really went quiet
+    _never_quiet(monkeypatch)
+    assert searches() == quiet
+    assert quiet[1].complete and quiet[2].levels_complete == 2
+    assert quiet[3].counterexample.deviations == [(4, "d4", 2)]

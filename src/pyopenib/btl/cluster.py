@@ -18,6 +18,7 @@ from ..errors import PyopenibError, register_topics
 from ..sim.host import HostModel
 from ..verbs import attach_device, find_device, open_devices
 from .bml import Bml, openib_module
+from .credit_audit import CreditAudit
 from .module import OpenibModule
 from .sm import SmModule, SmNode
 
@@ -98,6 +99,7 @@ def build_job_btls(
     *,
     check_invariants: bool = False,
     cpu_scale: float = 1.0,
+    audit_credits: bool = False,
 ):
     """One BTL module per rank. ``devices``: one device id for all, or a list per rank
     (the ranks of one node must name the same device: it is the node's NIC); ``mca`` the
@@ -108,6 +110,9 @@ def build_job_btls(
     Settings resolve per device exactly as Open MPI does for the local process (MCA >
     INI > default); nodes are checked for compatible receive_queues before anything
     runs (the wire-up abort Open MPI users know, reported up front).
+
+    ``audit_credits``: the job's ``credit_audit`` is a ``CreditAudit`` over its openib
+    modules, for a caller that checks conservation after every event.
     """
     if ppn < 1 or nprocs % ppn:
         raise PyopenibError("btl-ppn", ppn=ppn, nprocs=nprocs)
@@ -160,6 +165,7 @@ def build_job_btls(
     )
     oob = OobChannel(sim)
     host_types = [host_for_device(m.id) for m in models]
+    audit = CreditAudit() if audit_credits else None
     modules = [
         OpenibModule(
             rank,
@@ -169,11 +175,14 @@ def build_job_btls(
             hosts[rank // ppn],
             check_invariants,
             HostModel(sim, host_types[rank // ppn], cpu_scale),
+            audit,
         )
         for rank in range(nprocs)
     ]
     oob.modules = modules
-    job = (models[0], settings[0], oob, ppn, check_invariants, cpu_scale)
+    if audit is not None:
+        audit.modules = modules  # oob's list: the processes a job adds join it
+    job = (models[0], settings[0], oob, ppn, check_invariants, cpu_scale, audit)
     if ppn == 1:
         return JobBtls(modules, *job)
     nodes = [SmNode(h) for h in hosts]
@@ -198,10 +207,20 @@ class JobBtls(list):
     ones (peers connect to it on their first send). The new modules join the list."""
 
     def __init__(
-        self, modules, device, settings, oob: OobChannel, ppn: int, check_invariants, cpu_scale
+        self,
+        modules,
+        device,
+        settings,
+        oob: OobChannel,
+        ppn: int,
+        check_invariants,
+        cpu_scale,
+        credit_audit: CreditAudit | None = None,
     ):
         super().__init__(modules)
         self.check_invariants = check_invariants
+        self.credit_audit = credit_audit
+        """The ``CreditAudit`` of ``build_job_btls(audit_credits=True)``, else None."""
         self.cpu_scale = cpu_scale
         self.device = device  # node 0's device model, every new node's
         self.settings = settings
@@ -223,6 +242,7 @@ class JobBtls(list):
                 host,
                 self.check_invariants,
                 HostModel(self[0].sim, host_for_device(self.device.id), self.cpu_scale),
+                self.credit_audit,
             )
             self.oob.modules.append(module)
             added.append(module)

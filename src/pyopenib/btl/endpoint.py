@@ -27,7 +27,7 @@ from ..config import credits_qp_index
 from ..errors import InvariantViolation
 from .frag import QP_TX_BATCH_COUNT
 
-__all__ = ["Endpoint", "EndpointState", "PerPeerQp", "SharedRqQp", "make_qp_state"]
+__all__ = ["Endpoint", "EndpointState", "PerPeerQp", "SharedRqQp"]
 
 
 class EndpointState(StrEnum):
@@ -533,11 +533,6 @@ class SharedRqQp(_EndpointQp):
         return f"SRQ rd_posted {self.srq.rd_posted}"
 
 
-def make_qp_state(index: int, spec, srq):
-    """The state of QP ``index`` toward one peer, by its receive queue's kind."""
-    return PerPeerQp(index, spec) if spec.kind == "P" else SharedRqQp(index, spec, srq)
-
-
 class Endpoint:
     """This process's connection to ``peer``: its state, the per-QP states ``qps``, the
     eager-RDMA rings, and what waits for the connection."""
@@ -564,7 +559,7 @@ class Endpoint:
         self.rank = rank
         self.peer = peer
         self.state = EndpointState.CLOSED
-        self.qps = [make_qp_state(i, q, srqs[i]) for i, q in enumerate(queues)]
+        self.qps = [self._qp_state(i, q, srqs[i]) for i, q in enumerate(queues)]
         credits_qp = credits_qp_index(queues)
         for s in self.qps:
             s.ep = self
@@ -587,6 +582,11 @@ class Endpoint:
         760-byte deque)."""
         self.pending_rdma: deque | tuple = ()
         """RDMA put/get work requests waiting for a WQE (a deque from the first one on)."""
+
+    def _qp_state(self, index: int, spec, srq):
+        """The state of QP ``index`` toward the peer, by its receive queue's kind (a
+        method: ``AuditedEndpoint`` makes audited ones)."""
+        return PerPeerQp(index, spec) if spec.kind == "P" else SharedRqQp(index, spec, srq)
 
     def wait_for_connection(self, frag) -> None:
         """Queue ``frag`` until the connection is up."""

@@ -38,6 +38,7 @@ from ..verbs import (
     WrOpcode,
 )
 from .connect import ConnectionSetup
+from .credit_audit import AuditedEndpoint, CreditAudit
 from .credits import Admission, CreditFlow
 from .eager_channels import EagerRdmaChannels
 from .eager_rdma import CONNECT_BODY, FOOTER_LEN, RDMA_CREDITS_FLAG, EagerRdmaRemote
@@ -121,6 +122,7 @@ class OpenibModule(BtlModule):
         hostname: str,
         check_invariants=False,
         host: HostModel = FREE_HOST,
+        audit: CreditAudit | None = None,
     ):
         self.rank = rank
         self.host = host
@@ -142,6 +144,9 @@ class OpenibModule(BtlModule):
             settings.recv_pipeline_depth,
         )
         self.check_invariants = check_invariants
+        self.audit = audit
+        """The job's ``CreditAudit`` when conservation is checked after every event: the
+        endpoints are then audited ones (``btl/credit_audit.py``)."""
         device = context.query_device()
         self.device = device
         self.iwarp = device.transport == "iwarp"
@@ -377,7 +382,8 @@ class OpenibModule(BtlModule):
         if ep is None:
             if peer == self.rank or peer < 0:
                 raise ValueError(f"invalid peer {peer}")
-            ep = Endpoint(self.rank, peer, self.queues, self.srqs, self.oob.policy_of(peer))
+            args = (self.rank, peer, self.queues, self.srqs, self.oob.policy_of(peer))
+            ep = Endpoint(*args) if self.audit is None else AuditedEndpoint(self.audit, *args)
             self.endpoints[peer] = ep
         return ep
 

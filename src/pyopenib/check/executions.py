@@ -5,9 +5,11 @@ A level lists executions as their deviations from nominal timing, children of on
 side by side (the breadth-first searches of ``explore.py`` and ``search.py`` build them so).
 ``run_level`` hands back ``(deviations, result)`` pairs in level order either way, so a search's
 counts, verdict and counterexample do not depend on how its executions ran: with fork, the
-parent execution runs once more and forks every child at its deviating choice point; without
-(a run not ``forkable``, ``--dask``, no ``os.fork``, threads running) the children run from the start on the
-workers, in ordered batches, as before prefix sharing existed.
+last two children of a parent run from the start and, if their cost says forking pays
+(``fork_pays``), the parent execution runs once more and forks every other child at its
+deviating choice point; without (a run not ``forkable``, ``--dask``, no ``os.fork``,
+threads running, or executions too cheap for forking to pay) the children run from the
+start on the workers, in ordered batches, as before prefix sharing existed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .forking import ForkingOracle, PrefixForks, fork_unavailable, run_forked
 from .monitor import Monitor
 from .search import SearchOracle, batch_size, script_of
 
-__all__ = ["Steering", "execute", "forks_here", "run_level"]
+__all__ = ["FORK_PAYS_S", "Steering", "execute", "fork_pays", "forks_here", "run_level"]
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,18 @@ def execute(task):
     return steering.keep(oracle, ok, outcome)
 
 
+FORK_PAYS_S = 0.025
+"""CPU seconds the last children of a parent must cost for forking their siblings to
+pay. A forked child costs ~10-12 ms more than the part of the run it executes (its
+parent's page tables, and ~1,500 copy-on-write faults as it touches a CPython heap) and
+skips on average half of the prefix the last children run: at 40 fragments a lo/hi
+execution costs ~17 ms and running the siblings again from the start is cheaper; a
+bounds child observed up to its last choice point ~30 ms, and forking is
+(docs/PERFORMANCE.md)."""
+
+
 def forks_here(steering: Steering, workers) -> bool:
-    """Whether this search's executions are forked from their parents' runs: the run
+    """Whether this search's executions may be forked from their parents' runs: the run
     says its only effect is its result (``forkable``, e.g. ``ScenarioRun``; a closure
     that records what it saw must run in this process), no Dask, and this process may
     fork (``fork_unavailable``)."""
@@ -52,6 +64,15 @@ def forks_here(steering: Steering, workers) -> bool:
         and workers.dask is None
         and fork_unavailable() is None
     )
+
+
+def fork_pays(costs: list) -> bool:
+    """Whether forking the siblings of executions that cost ``costs`` CPU seconds (None:
+    the run does not say) costs less than running them again: the cheapest cost more than
+    ``FORK_PAYS_S`` (the cheapest: a garbage collection may land in any one run). Either
+    way the results are the same; only their cost differs."""
+    known = [c for c in costs if c is not None]
+    return not known or min(known) > FORK_PAYS_S
 
 
 def run_level(steering: Steering, level: list, workers, stop_at_first: bool, budget: int):
@@ -69,12 +90,27 @@ def run_level(steering: Steering, level: list, workers, stop_at_first: bool, bud
         if group == [()]:  # the first execution has no parent to fork from
             yield from _reexecuted(steering, group, workers)
             continue
-        if monitor is not None:
-            monitor.check_budget()
-        results = _forked(steering, parent, group, workers.jobs, stop_at_first, monitor)
-        yield list(zip(group, results, strict=False))  # fewer results: it stopped early
-        if len(results) < len(group) and monitor is not None:
-            monitor.check_budget()  # stopped by the time budget, not by a failure
+        # The last two children run from the start first: their prefix is nearly the
+        # parent's whole run as the children see it, so what they cost
+        # (``execution_cpu``, when the run reports it) says whether forking their
+        # siblings pays; their results are handed back last, in level order.
+        last, costs = [], []
+        for devs in group[-2:]:
+            last += _reexecuted(steering, [devs], workers)
+            costs.append(getattr(steering.run, "execution_cpu", None))
+        group = group[:-2]
+        if group and not fork_pays(costs):
+            yield from _reexecuted(steering, group, workers)
+        elif group:
+            if monitor is not None:
+                monitor.check_budget()
+            results = _forked(steering, parent, group, workers.jobs, stop_at_first, monitor)
+            yield list(zip(group, results, strict=False))  # fewer results: it stopped early
+            if len(results) < len(group):
+                if monitor is not None:
+                    monitor.check_budget()  # stopped by the time budget, not by a failure
+                return  # stopped at a failure: nothing after it is wanted
+        yield from last
 
 
 def _forked(steering, parent, group, jobs, stop_at_first, monitor) -> list:

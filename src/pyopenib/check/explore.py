@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..sim import RandomOracle
 from .executions import Steering, run_level
+from .footprint import Footprints
 from .search import InlineWorkers, batch_size, script_of
 
 __all__ = [
@@ -85,9 +86,9 @@ def explore_exhaustive(
     counterexample and the execution count are the ones a sequential search gives.
     """
     labels = frozenset(labels) if labels is not None else None
-    steering = Steering(run, (None, labels), _kept)
     workers = workers or InlineWorkers()
     level: list[tuple[tuple[int, int], ...]] = [()]
+    depth = 0
     executions = 0
     nominal_points = 0
     first_failure = None
@@ -100,6 +101,9 @@ def explore_exhaustive(
     while level:
         following = []
         before = executions
+        # the last level's executions are leaves: their oracle goes quiet past the script
+        leaf = depth == max_deviations
+        steering = Steering(run, (None, labels, True, Footprints, False, leaf), _kept)
         for batch in run_level(steering, level, workers, stop_at_first, max_executions - before):
             for devs, (ok, outcome, trail) in batch:
                 executions += 1
@@ -121,6 +125,7 @@ def explore_exhaustive(
         if executions - before < len(level):  # the execution budget ran out
             return result(False)
         level = following
+        depth += 1
     return result(True)
 
 

@@ -354,6 +354,7 @@ _MODEL = {
         "fast_paths": _SAME,
         "seed": _SAME,
         "nominal": _SAME,
+        "duration": "bound from the oracle: the same in every state of one search",
     },
     "pyopenib.sim._kernel.Process": {"sim": "the simulator is walked from the roots"},
     "pyopenib.sim._kernel.Timer": {},
@@ -369,6 +370,10 @@ _MODEL = {
     "pyopenib.hw.wire.Fabric": {"packets_forwarded": _STAT, "packets_lost": _STAT},
     "pyopenib.hw.wire._SwitchPort": {"bytes_out": _STAT},
     "pyopenib.btl.endpoint.PerPeerQp": {"piggybacked": _STAT, "credit_msgs_sent": _STAT},
+    "pyopenib.btl.credit_audit.CreditAudit": {
+        "changed": "False between events (the check after each clears it): it only "
+        "spares the check's work"
+    },
     "pyopenib.apps.scenarios._Checker": {"delivered": _STAT},
     "pyopenib.btl.eager_rdma.EagerRdmaLocal": {"view": "the bytes of ``buf``, walked there"},
 }

@@ -234,17 +234,22 @@ def _portable(exc: BaseException) -> BaseException:
 
 class ForkingOracle(SearchOracle):
     """A ``SearchOracle`` that asks ``forks`` at each branching choice point: a child
-    answers its planned option there (its script becomes the child execution's)."""
+    answers its planned option there (its script becomes the child execution's). The
+    arguments are the children's: with ``leaf`` a child goes quiet after its option,
+    the parent, which must meet every choice point it forks at, never."""
 
     def __init__(self, forks: PrefixForks, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.forks = forks
+        self._quiet_at = -1
 
     def choose(self, label: str, n: int) -> int:
-        if self._branches(label):
+        if self._branches(label) and not self.quiet:
             index = len(self.trail)
             option = self.forks.at(index)
             if option is not None:
                 head = self.script[:index]
                 self.script = [*head, *[0] * (index - len(head)), option]
+                if self.leaf:
+                    self._quiet_at = index + 1
         return super().choose(label, n)

@@ -117,7 +117,14 @@ class SearchOracle(Oracle):
 
     ``timing=None`` is the interval-ends enumeration of ``check/explore.py``: a duration's
     options are its nominal value, then its low and high ends; same-instant events keep
-    the kernel's order (no tie choice points, the kernel's fast loop)."""
+    the kernel's order (no tie choice points, the kernel's fast loop).
+
+    ``leaf``: the run is an execution of the search's last level, whose children are
+    never run, so nothing reads what it meets after its last scripted choice (the choice
+    points, their options and alternatives, the steps' footprints): from there on the
+    oracle answers nominal at once and stops observing (``quiet``). The run itself is
+    the same: option 0 is the nominal value of a duration and the scheduling order of a
+    tie, whatever the alternatives were. Its trail ends at its last deviation."""
 
     def __init__(
         self,
@@ -127,10 +134,12 @@ class SearchOracle(Oracle):
         reduce: bool = True,
         footprints=Footprints,
         leaf_children: bool = False,
+        leaf: bool = False,
     ):
         self.script = list(script)
         self.timing = timing
         self.labels = labels
+        self.branching = labels  # the simulator answers the other labels' durations
         self.reduce = reduce
         self.trail: list[Choice] = []
         durations_branch = timing is not None and timing is not Timing.NOMINAL
@@ -146,13 +155,18 @@ class SearchOracle(Oracle):
         self._steps: list[_Step] = []
         self._tie_index = None
         self._tied = False  # the current instant has had a branching tie
+        self.leaf = leaf
+        self.quiet = False
+        """Past a leaf's last scripted choice: nominal answers, nothing observed."""
+        self._quiet_at = len(self.script) if leaf and self.script else -1
+        """The trail length at which the run goes ``quiet`` (-1: never)."""
 
     # -- the oracle ----------------------------------------------------------------------
     def _branches(self, label: str) -> bool:
         return self.labels is None or label in self.labels
 
     def choose(self, label: str, n: int) -> int:
-        if not self._branches(label):
+        if self.quiet or not self._branches(label):
             return 0
         i = len(self.trail)
         pick = self.script[i] if i < len(self.script) else 0
@@ -164,10 +178,15 @@ class SearchOracle(Oracle):
         self.trail.append(Choice(label, n, pick))
         if label == TIE_LABEL:
             self._tie_index = i
+        if i + 1 == self._quiet_at:
+            self.quiet = True
+            if self.sim is not None:
+                self.sim.settle_nominal()
         return pick
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
-        if not self._branches(label):
+        labels = self.labels  # ``_branches``, inline: most durations a run draws do not branch
+        if (labels is not None and label not in labels) or self.quiet:
             return nominal
         if self.timing is None:
             values = duration_options(lo, nominal, hi)
@@ -224,10 +243,12 @@ class SearchOracle(Oracle):
     # -- the tie observer ----------------------------------------------------------------
     def bind(self, sim) -> None:
         self.sim = sim
-        if sim.tracer is None:  # the footprints read the trace; tracing only observes
-            sim.tracer = Tracer(sim)
+        if self.ties is not None and sim.tracer is None:
+            sim.tracer = Tracer(sim)  # the footprints read the trace; tracing only observes
 
     def before(self, sim, entry, obj, heads) -> None:
+        if self.quiet:
+            return
         when = entry[0]
         if when != self._when:
             self._close_instant()
@@ -254,6 +275,8 @@ class SearchOracle(Oracle):
             self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
 
     def after(self, sim) -> None:
+        if self.quiet:
+            return
         step = self._steps[-1]
         step.hi = sim.scheduled
         if self._tied and step.hi > step.lo and self.timing is not Timing.NOMINAL:
@@ -292,6 +315,8 @@ class SearchOracle(Oracle):
     def finish(self) -> None:
         """The run is over: analyse its last instant, and with the run logged, which
         values of each duration can reorder dependent events."""
+        if self.quiet:
+            return  # a leaf: its alternatives are never read
         self._close_instant()
         if self._log is None:
             return
@@ -480,7 +505,8 @@ def explore(
         following: list[tuple] = []
         before = executions
         leaves = depth + 1 == bound  # this level's children are the last level
-        steering = Steering(run, (timing, labels, reduce, footprints, leaves), _kept)
+        args = (timing, labels, reduce, footprints, leaves, depth == bound)
+        steering = Steering(run, args, _kept)
         for batch in run_level(steering, level, workers, stop_at_first, max_executions - before):
             for devs, (ok, outcome, trail, sig) in batch:
                 executions += 1

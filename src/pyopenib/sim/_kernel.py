@@ -10,10 +10,14 @@ Semantics (what the rest of the project may rely on):
   callbacks due at one instant that belong to *different* objects become a choice point
   (``sim.tie``): option 0 is the scheduling order above, so the nominal answer of every
   tie reproduces the plain run exactly. A plain run never takes that path.
-* ``run(until=None, max_events=None)`` executes events until the heap is empty, the next
-  event lies beyond ``until`` (the clock is then advanced to ``until``) or ``max_events``
-  callbacks ran. It returns the number of callbacks executed; a withdrawn timer is not one
-  (``events_run`` counts only callbacks that ran, and ``timers_withdrawn`` the rest).
+* ``run(until=None, max_events=None, after_event=None)`` executes events until the heap
+  is empty, the next event lies beyond ``until`` (the clock is then advanced to
+  ``until``), ``max_events`` callbacks ran, or ``after_event()``, called after every
+  callback that ran, returns True. It returns the number of callbacks executed; a
+  withdrawn timer is not one (``events_run`` counts only callbacks that ran, and
+  ``timers_withdrawn`` the rest). ``after_event`` is what a checker needs to test a
+  property between every two events without re-entering ``run`` for each (one
+  ``run(max_events=1)`` per event cost more than the events themselves).
 * Processes are greenlets (``spawn``): rank programs and test drivers written as blocking
   code. Inside one, ``sleep(d)`` and ``wait(event)`` block; hardware uses plain callbacks.
 * An exception raised by a callback or a process propagates out of ``run``.
@@ -27,8 +31,8 @@ Semantics (what the rest of the project may rely on):
   heap entries (``scheduled``, ``events_run``) is smaller, by ``sleeps_folded``. Folding
   is on only while no one watches the events themselves: the oracle is ``plain`` (the
   nominal or the seeded random one, which answer choice points and see nothing else),
-  there is no tie control, ``run`` has no ``max_events`` budget, and ``fast_paths`` is
-  True (a test turns it off to compare the two runs byte for byte).
+  there is no tie control, ``run`` has no ``max_events`` budget and no ``after_event``
+  (which must see every event), and ``fast_paths`` is True (a test turns it off to compare the two runs byte for byte).
 * ``fold(when)`` asks the same rule for a callback: True (counted in ``events_folded``)
   when an event it would schedule for ``when`` would be the next to run, so it may do
   that event's work at once instead. The caller owes the rest of the proof, which the
@@ -183,7 +187,7 @@ class Simulator:
             self.timers_withdrawn += 1
         return heap[0][0] if heap else None
 
-    def run(self, until: int | None = None, max_events: int | None = None) -> int:
+    def run(self, until: int | None = None, max_events: int | None = None, after_event=None) -> int:
         """Execute events; see the module docstring. Returns the callbacks executed."""
         self._loop = getcurrent()
         heap = self._heap
@@ -192,13 +196,24 @@ class Simulator:
         # below count only on the rare withdrawn-timer branch.
         start = self._seq - len(heap)
         withdrawn = self.timers_withdrawn
-        if self.fast_paths and self.ties is None and self._oracle.plain and max_events is None:
+        if (
+            self.fast_paths
+            and self.ties is None
+            and self._oracle.plain
+            and max_events is None
+            and after_event is None
+        ):
             self._fold_until = until if until is not None else 1 << 126
         try:
-            if self.ties is None:
+            plain = self.ties is None
+            if not plain:
+                left = self.ties.run(self, heap, until, max_events, after_event)
+                if left is not None:  # ``settle_nominal`` released the tie loop
+                    plain, max_events = True, None if left < 0 else left
+            if plain and after_event is None:
                 self._run(heap, until, max_events)
-            else:
-                self.ties.run(self, heap, until, max_events)
+            elif plain:
+                self._run_watched(heap, until, max_events, after_event)
         finally:
             self._fold_until = -1
             ran = self._seq - len(heap) - start - (self.timers_withdrawn - withdrawn)
@@ -240,6 +255,25 @@ class Simulator:
                 left -= 1
                 self.now = when
                 fn(*args)
+        if until is not None and self.now < until and (not heap or heap[0][0] > until):
+            self.now = until
+
+    def _run_watched(self, heap, until, max_events, after_event) -> None:
+        """``_run`` with ``after_event`` after every callback (its own loop: the plain
+        ones stay free of the test)."""
+        pop = heappop
+        limit = until if until is not None else 1 << 126
+        left = -1 if max_events is None else max_events
+        while left and heap and heap[0][0] <= limit:
+            when, _seq, fn, args = pop(heap)
+            if fn.__class__ is Timer and fn.cancelled:
+                self.timers_withdrawn += 1
+                continue
+            left -= 1
+            self.now = when
+            fn(*args)
+            if after_event():
+                break
         if until is not None and self.now < until and (not heap or heap[0][0] > until):
             self.now = until
 
@@ -355,6 +389,17 @@ class Simulator:
         return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
 
     # -- choice points ------------------------------------------------------------------
+    def settle_nominal(self) -> None:
+        """The oracle will answer every later choice point with its option 0 (a search's
+        execution past its script): the simulator answers them itself from here on, as
+        under the nominal oracle: durations at their nominal value, and same-instant
+        events in scheduling order, which is what option 0 of a tie runs (a tie loop
+        under way hands the rest of the run to the plain loop). The same run, without
+        the calls."""
+        self.nominal = True
+        self.duration = _nominal_duration
+        self.ties = None
+
     def choose(self, label: str, options):
         """Pick one of ``options``; the oracle decides (index 0 is the nominal one)."""
         n = len(options)
@@ -376,20 +421,37 @@ class Simulator:
     def oracle(self, oracle: Oracle) -> None:
         """Under the nominal oracle ``duration`` is bound to a function that returns the
         nominal value directly, and ``nominal`` is True: the hottest hardware paths read
-        an interval's nominal value themselves instead of calling ``duration``."""
+        an interval's nominal value themselves instead of calling ``duration``. Under an
+        oracle that declares its ``branching`` labels, ``duration`` is bound to a
+        function that answers the other labels' nominal value itself."""
         self._oracle = oracle
+        oracle.bind(self)
         self.ties = ties = oracle.ties
         if ties is not None:
             ties.bind(self)
         self.nominal = type(oracle) is NominalOracle
         if self.nominal:
             self.duration = _nominal_duration
+        elif oracle.branching is not None:
+            self.duration = _duration_for(oracle.branching, oracle.duration)
         else:
             self.__dict__.pop("duration", None)
 
 
 def _nominal_duration(label: str, lo: int, nominal: int, hi: int) -> int:
     return nominal
+
+
+def _duration_for(labels: frozenset, ask):
+    """``Simulator.duration`` for an oracle that answers only the durations of ``labels``
+    (``ask``, its ``duration``)."""
+
+    def duration(label: str, lo: int, nominal: int, hi: int) -> int:
+        if lo == hi or label not in labels:
+            return nominal
+        return ask(label, lo, nominal, hi)
+
+    return duration
 
 
 def make_simulator(seed: int = 0, randomize: bool = False, tracer: Tracer | None = None):

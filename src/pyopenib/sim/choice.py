@@ -35,6 +35,8 @@ class Oracle:
     points too (an explorer's oracle); ``None`` keeps the kernel's scheduling order and
     its fast loop.
 
+    ``branching``: see the attribute.
+
     ``plain``: the oracle only answers choice points and observes nothing else of the
     run (no tie control, no trail, no window over pending events), so the kernel may run
     exact fast paths that change how many heap entries a run takes but not what runs,
@@ -43,6 +45,14 @@ class Oracle:
 
     ties = None
     plain = False
+    branching = None
+    """The labels whose durations this oracle may answer with another value than the
+    nominal one (None: any label). The simulator answers a duration of any other label
+    itself, without calling the oracle: an explorer branches on a few labels and a run
+    draws thousands of durations of the others."""
+
+    def bind(self, sim) -> None:
+        """Called when simulator ``sim`` takes this oracle (before its first event)."""
 
     def choose(self, label: str, n: int) -> int:
         raise NotImplementedError

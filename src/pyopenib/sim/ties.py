@@ -64,9 +64,11 @@ class TieControl:
         if self.observer is not None:
             self.observer.bind(sim)
 
-    def run(self, sim, heap, until, max_events) -> None:
-        """Execute events as ``Simulator.run`` does (same ``until``/``max_events`` rules),
-        asking ``sim.oracle`` at every tie."""
+    def run(self, sim, heap, until, max_events, after_event=None) -> int | None:
+        """Execute events as ``Simulator.run`` does (same ``until``/``max_events``/
+        ``after_event`` rules), asking ``sim.oracle`` at every tie. Returns None, or when
+        ``sim.settle_nominal()`` released this control during the run, the events left
+        of ``max_events`` (-1: no limit) for the plain loop to run."""
         pop = heappop
         push = heappush
         object_of = self.object_of
@@ -114,5 +116,10 @@ class TieControl:
                 observer.after(sim)
             else:
                 chosen[2](*chosen[3])
+            if after_event is not None and after_event():
+                break
+            if sim.ties is not self:
+                return left
         if until is not None and sim.now < until and (not heap or heap[0][0] > until):
             sim.now = until
+        return None

@@ -92,9 +92,10 @@ class UntimedControl:
         if self.observer is not None:
             self.observer.bind(sim)
 
-    def run(self, sim, heap, until, max_events) -> None:
+    def run(self, sim, heap, until, max_events, after_event=None) -> None:
         """Execute steps as ``Simulator.run`` does (``until``: no event due after it runs;
-        ``max_events``: at most that many), the picker choosing each. An event runs at
+        ``max_events``: at most that many; ``after_event``: after each, True ends the
+        run), the picker choosing each. An event runs at
         the instant it was scheduled for, whatever ran before it: the clock is the
         event's own, so two independent events give the same state in either order."""
         channel_of = self.channel_of
@@ -127,5 +128,7 @@ class UntimedControl:
                 observer.after(sim)
             else:
                 chosen[2](*chosen[3])
+            if after_event is not None and after_event():
+                break
         if until is not None and not heap:
             sim.now = max(sim.now, until)
