@@ -354,8 +354,7 @@ class UntimedOracle(Oracle):
             frame.backtrack = set(range(len(seqs)))
         self.frames.append(frame)
         if self.reduce:
-            asleep = dict(sleep)
-            self._learnt = {s for s in self._learnt if s in asleep}
+            asleep = dict(sleep)  # ``after`` keeps ``_learnt`` to what stays asleep
             for d in done:
                 seq = seqs[d]
                 if seq in learnt:
