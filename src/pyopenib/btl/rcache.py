@@ -181,6 +181,23 @@ class RegistrationCache:
         """Registrations a later transfer can find (grdma's VMA tree): in use or unused."""
         return sum(len(regs) for regs in self._by_owner.values())
 
+    def owner_offsets(self) -> list:
+        """What the cache's lookups depend on, without host addresses: per watched owner
+        (in the order first registered), the owner and, for each of its registrations,
+        the registration, the offset of its first byte in the owner and its length. Host
+        addresses differ between two runs of one program (the allocator's choice) while
+        every lookup compares ranges inside one owner, so two caches with equal views
+        answer every later lookup alike: a model checker compares the states of two runs
+        by this view (``check/fingerprint.py``)."""
+        view = []
+        for owner_id, regs in self._by_owner.items():
+            owner = self._watch[owner_id]()  # alive: its death removes the entry at once
+            base = _address(
+                owner if isinstance(owner, np.ndarray) else np.frombuffer(owner, np.uint8)
+            )
+            view.append((owner, [(reg, reg.start - base, reg.nbytes) for reg in regs]))
+        return view
+
     # -- register / release -------------------------------------------------------------
     def register(self, buffer: np.ndarray) -> RegisteredMemory:
         """A registration covering ``buffer`` (found or new), with one more user."""

@@ -19,7 +19,7 @@ from itertools import groupby
 
 from .forking import ForkingOracle, PrefixForks, fork_unavailable, run_forked
 from .monitor import Monitor
-from .search import SearchOracle, batch_size, script_of
+from .search import SearchOracle, batch_size, run_steered, script_of
 
 __all__ = ["FORK_PAYS_S", "Steering", "execute", "fork_pays", "forks_here", "run_level"]
 
@@ -37,10 +37,11 @@ class Steering:
 
 
 def execute(task):
-    """One execution from the start (a worker's task): ``(steering, script)``."""
-    steering, script = task
-    oracle = SearchOracle(script, *steering.oracle_args)
-    ok, outcome = steering.run(oracle)
+    """One execution from the start (a worker's task): ``(steering, script, reference)``,
+    ``reference`` the checkpoints of the parent it may rejoin (or None)."""
+    steering, script, reference = task
+    oracle = SearchOracle(script, *steering.oracle_args, reference=reference)
+    ok, outcome = run_steered(steering.run, oracle)
     return steering.keep(oracle, ok, outcome)
 
 
@@ -75,18 +76,24 @@ def fork_pays(costs: list) -> bool:
     return not known or min(known) > FORK_PAYS_S
 
 
-def run_level(steering: Steering, level: list, workers, stop_at_first: bool, budget: int):
+def run_level(
+    steering: Steering, level: list, workers, stop_at_first: bool, budget: int, references=None
+):
     """Yield ordered batches of ``(deviations, result)``, for the first ``budget``
-    executions of ``level``. With ``stop_at_first`` nothing past the first failing result is wanted
+    executions of ``level``; ``references`` maps a parent's deviations to the checkpoints
+    its children may rejoin it at (``check/convergence.py``). With ``stop_at_first`` nothing past the first failing result is wanted
     (the search stops there); a ``Monitor`` as ``workers`` counts every result and ends
     the search with ``BudgetReached`` between two of them once its time is up."""
     level = level[: max(budget, 0)]
+    references = references or {}
     if not forks_here(steering, workers):
-        yield from _reexecuted(steering, level, workers)
+        for parent, group in groupby(level, key=lambda devs: devs[:-1]):
+            yield from _reexecuted(steering, list(group), workers, references.get(parent))
         return
     monitor = workers if isinstance(workers, Monitor) else None
     for parent, group in groupby(level, key=lambda devs: devs[:-1]):
         group = list(group)
+        reference = references.get(parent)
         if group == [()]:  # the first execution has no parent to fork from
             yield from _reexecuted(steering, group, workers)
             continue
@@ -96,15 +103,17 @@ def run_level(steering: Steering, level: list, workers, stop_at_first: bool, bud
         # siblings pays; their results are handed back last, in level order.
         last, costs = [], []
         for devs in group[-2:]:
-            last += _reexecuted(steering, [devs], workers)
+            last += _reexecuted(steering, [devs], workers, reference)
             costs.append(getattr(steering.run, "execution_cpu", None))
         group = group[:-2]
         if group and not fork_pays(costs):
-            yield from _reexecuted(steering, group, workers)
+            yield from _reexecuted(steering, group, workers, reference)
         elif group:
             if monitor is not None:
                 monitor.check_budget()
-            results = _forked(steering, parent, group, workers.jobs, stop_at_first, monitor)
+            results = _forked(
+                steering, parent, group, workers.jobs, stop_at_first, monitor, reference
+            )
             yield list(zip(group, results, strict=False))  # fewer results: it stopped early
             if len(results) < len(group):
                 if monitor is not None:
@@ -113,8 +122,9 @@ def run_level(steering: Steering, level: list, workers, stop_at_first: bool, bud
         yield from last
 
 
-def _forked(steering, parent, group, jobs, stop_at_first, monitor) -> list:
-    """The results of ``group`` (children of ``parent``) from one run of the parent."""
+def _forked(steering, parent, group, jobs, stop_at_first, monitor, reference) -> list:
+    """The results of ``group`` (children of ``parent``) from one run of the parent;
+    ``reference``: the parent's checkpoints, which the children may rejoin."""
 
     def wanted(result) -> bool:
         if monitor is not None:
@@ -124,13 +134,13 @@ def _forked(steering, parent, group, jobs, stop_at_first, monitor) -> list:
         return monitor is None or not monitor.over_budget()
 
     forks = PrefixForks([devs[-1] for devs in group], jobs, wanted)
-    oracle = ForkingOracle(forks, script_of(parent), *steering.oracle_args)
+    oracle = ForkingOracle(forks, script_of(parent), *steering.oracle_args, reference=reference)
     return run_forked(steering.run, oracle, forks, steering.keep)
 
 
-def _reexecuted(steering, level, workers):
+def _reexecuted(steering, level, workers, reference=None):
     batch = batch_size(workers)
     for at in range(0, len(level), batch):
         chunk = level[at : at + batch]
-        tasks = [(steering, script_of(devs)) for devs in chunk]
+        tasks = [(steering, script_of(devs), reference) for devs in chunk]
         yield list(zip(chunk, workers.map(execute, tasks), strict=True))

@@ -64,6 +64,7 @@ def declare(cls: type | str, skip: dict[str, str] | None = None) -> None:
     those of ``skip`` (name -> why it cannot change the future)."""
     DECLARED[cls if isinstance(cls, str) else _name(cls)] = dict(skip or {})
     _FOUND.clear()
+    _PLANS.clear()
 
 
 def _name(cls: type) -> str:
@@ -72,6 +73,8 @@ def _name(cls: type) -> str:
 
 _ndarray = np.ndarray
 _ATOMS = (type(None), bool, int, float, str, bytes, complex)
+_PLAIN_ATOMS = frozenset(_ATOMS) - {float}
+"""Atoms written as they are (a float is tagged: ``1.0`` and ``1`` are different states)."""
 
 _SEQUENCES = {
     list: "list",
@@ -89,12 +92,16 @@ are dead once the process resumes, which returns at once."""
 
 
 class _Walker:
-    """One serialisation: ``out`` collects the tokens, ``seen`` numbers shared objects."""
+    """One serialisation: ``out`` collects the tokens, ``seen`` numbers shared objects.
+    ``at``: the instant of a timed comparison (``timed_fingerprint``): the FIFO clamps
+    (``CLAMPS``) at or before it are written as one token, since no later event can be
+    held back by them; None writes every clamp as it is."""
 
-    def __init__(self):
+    def __init__(self, at: int | None = None):
         self.seen: dict[int, int] = {}
         self.keep: list = []  # keeps walked temporaries alive so their ids stay unique
         self.out: list = []
+        self.at = at
 
     def ref(self, obj) -> bool:
         """Emit a back-reference when ``obj`` was walked already; else number it."""
@@ -109,67 +116,24 @@ class _Walker:
         return False
 
     def walk(self, obj) -> None:
-        out = self.out
         cls = obj.__class__
-        if cls in _ATOMS or isinstance(obj, enum.Enum):
-            out.append(obj if cls is not float else ("f", obj))
+        if cls in _PLAIN_ATOMS:
+            self.out.append(obj)
             return
-        if cls in (bytearray, memoryview):
-            out.append(("b", hashlib.blake2b(obj, digest_size=16).digest()))
-            return
-        if cls is _ndarray:  # a buffer: by value (its aliasing is fixed at set-up)
-            data = obj.tobytes() if not obj.flags.c_contiguous else obj.data
-            out.append(
-                ("nd", obj.dtype.str, obj.shape, hashlib.blake2b(data, digest_size=16).digest())
-            )
-            return
-        if cls is object:  # a sentinel: no state
-            out.append("object")
-            return
-        if self.ref(obj):
-            return
-        if cls in _SEQUENCES:
-            out.append((_SEQUENCES[cls], len(obj)))
-            for x in obj:
-                self.walk(x)
-        elif cls in (dict, defaultdict, OrderedDict):
-            out.append(("d", len(obj)))
-            if cls is defaultdict:
-                self.walk(obj.default_factory)
-            for k, v in obj.items():
-                self.walk(k)
-                self.walk(v)
-        elif cls in (set, frozenset):
-            items = sorted(obj, key=repr)
-            out.append(("s", len(items)))
-            for x in items:
-                self.walk(x)
-        elif cls is types.FunctionType:
-            out.append(("fn", obj.__qualname__, obj.__code__.co_filename))
-            for cell in obj.__closure__ or ():
-                self.walk(cell.cell_contents if _filled(cell) else _EMPTY)
-            self.walk(obj.__defaults__)
-        elif cls is types.MethodType:
-            out.append(("m", obj.__func__.__qualname__))
-            self.walk(obj.__self__)
-        elif cls is types.BuiltinMethodType or cls is types.BuiltinFunctionType:
-            owner = obj.__self__
-            out.append(("bm", obj.__qualname__))
-            if not isinstance(owner, types.ModuleType):
-                self.walk(owner)
-        elif cls is greenlet:
-            self.greenlet(obj)
-        elif isinstance(obj, type):
-            out.append(("t", obj.__module__, obj.__qualname__))
-        elif cls is types.ModuleType:
-            out.append(("mod", obj.__name__))
-        elif cls is types.FrameType:
-            self.frames(obj)
-        elif cls is weakref.ref:  # what it still refers to (None once that is gone)
-            out.append("wr")
-            self.walk(obj())
-        else:
-            self.instance(obj, cls)
+        handler = _HANDLERS.get(cls)
+        if handler is None:
+            handler = _HANDLERS[cls] = _handler_for(cls)
+        handler(self, obj)
+
+    def items(self, values) -> None:
+        """Walk each of ``values`` (atoms written at once: most items are)."""
+        out = self.out
+        walk = self.walk
+        for x in values:
+            if x.__class__ in _PLAIN_ATOMS:
+                out.append(x)
+            else:
+                walk(x)
 
     def greenlet(self, g) -> None:
         """A process: its suspended frames (not started or finished: its flag only)."""
@@ -194,15 +158,216 @@ class _Walker:
                     self.out.append(name)
                     self.walk(value)
 
-    def instance(self, obj, cls) -> None:
-        skip = _declaration(cls)
-        self.out.append(("o", cls.__qualname__))
-        if skip is CONSTANT:
+    def instance(self, obj) -> None:
+        cls = obj.__class__
+        plan = _PLANS.get((cls, self.at is not None))
+        if plan is None:
+            plan = _PLANS[(cls, self.at is not None)] = _Plan(cls, self.at is not None)
+        out = self.out
+        out.append(plan.token)
+        if plan.constant:
             return
-        for name, value in _fields(obj, cls):
-            if name not in skip:
-                self.out.append(name)
-                self.walk(value)
+        at = self.at
+        clamps = plan.clamps
+        walk = self.walk
+        for name in plan.slots:
+            value = getattr(obj, name, _MISSING)
+            if value is _MISSING:
+                continue
+            out.append(name)
+            if value.__class__ in _PLAIN_ATOMS:
+                if name in clamps and value <= at:
+                    out.append("past")
+                else:
+                    out.append(value)
+            else:
+                walk(value)
+        d = getattr(obj, "__dict__", None)
+        if d is not None:
+            skip = plan.skip
+            for name, value in d.items():
+                if name in skip:
+                    continue
+                out.append(name)
+                if value.__class__ in _PLAIN_ATOMS:
+                    if name in clamps and value <= at:
+                        out.append("past")
+                    else:
+                        out.append(value)
+                else:
+                    walk(value)
+        if plan.view is not None:
+            out.append("view")
+            walk(getattr(obj, plan.view)())
+
+
+_MISSING = object()
+
+
+class _Plan:
+    """How the instances of one class are walked (plain or timed): computed once."""
+
+    __slots__ = ("token", "constant", "slots", "skip", "clamps", "view")
+
+    def __init__(self, cls, timed: bool):
+        declared = _declaration(cls)
+        self.token = ("o", cls.__qualname__)
+        self.constant = declared is CONSTANT
+        skip = {
+            name
+            for name, why in (declared.items() if not self.constant else ())
+            if not (timed and why is TRACE_ID)
+        }
+        self.skip = frozenset(skip)
+        self.slots = tuple(n for n in _slot_names(cls) if n not in skip)
+        self.clamps = _clamps(cls) if timed else frozenset()
+        self.view = _view(cls)
+
+
+def _plain_atom(w, obj) -> None:
+    w.out.append(obj)
+
+
+def _float(w, obj) -> None:
+    w.out.append(("f", obj))
+
+
+def _raw_bytes(w, obj) -> None:
+    w.out.append(("b", hashlib.blake2b(obj, digest_size=16).digest()))
+
+
+def _array(w, obj) -> None:  # a buffer: by value (its aliasing is fixed at set-up)
+    data = obj.tobytes() if not obj.flags.c_contiguous else obj.data
+    w.out.append(("nd", obj.dtype.str, obj.shape, hashlib.blake2b(data, digest_size=16).digest()))
+
+
+def _sentinel(w, obj) -> None:  # a bare ``object()``: no state
+    w.out.append("object")
+
+
+def _sequence(w, obj) -> None:
+    if not w.ref(obj):
+        w.out.append((_SEQUENCES[obj.__class__], len(obj)))
+        w.items(obj)
+
+
+def _mapping(w, obj) -> None:
+    if w.ref(obj):
+        return
+    w.out.append(("d", len(obj)))
+    if obj.__class__ is defaultdict:
+        w.walk(obj.default_factory)
+    out = w.out
+    walk = w.walk
+    for k, v in obj.items():
+        if k.__class__ in _PLAIN_ATOMS:
+            out.append(k)
+        else:
+            walk(k)
+        if v.__class__ in _PLAIN_ATOMS:
+            out.append(v)
+        else:
+            walk(v)
+
+
+def _set(w, obj) -> None:
+    if not w.ref(obj):
+        items = sorted(obj, key=repr)
+        w.out.append(("s", len(items)))
+        w.items(items)
+
+
+def _function(w, obj) -> None:
+    if w.ref(obj):
+        return
+    w.out.append(("fn", obj.__qualname__, obj.__code__.co_filename))
+    for cell in obj.__closure__ or ():
+        w.walk(cell.cell_contents if _filled(cell) else _EMPTY)
+    w.walk(obj.__defaults__)
+
+
+def _method(w, obj) -> None:
+    if not w.ref(obj):
+        w.out.append(("m", obj.__func__.__qualname__))
+        w.walk(obj.__self__)
+
+
+def _builtin(w, obj) -> None:
+    if not w.ref(obj):
+        owner = obj.__self__
+        w.out.append(("bm", obj.__qualname__))
+        if not isinstance(owner, types.ModuleType):
+            w.walk(owner)
+
+
+def _greenlet(w, obj) -> None:
+    if not w.ref(obj):
+        w.greenlet(obj)
+
+
+def _class(w, obj) -> None:
+    if not w.ref(obj):
+        w.out.append(("t", obj.__module__, obj.__qualname__))
+
+
+def _module(w, obj) -> None:
+    if not w.ref(obj):
+        w.out.append(("mod", obj.__name__))
+
+
+def _frame(w, obj) -> None:
+    if not w.ref(obj):
+        w.frames(obj)
+
+
+def _weakref(w, obj) -> None:  # what it still refers to (None once that is gone)
+    if not w.ref(obj):
+        w.out.append("wr")
+        w.walk(obj())
+
+
+def _instance(w, obj) -> None:
+    if not w.ref(obj):
+        w.instance(obj)
+
+
+def _handler_for(cls):
+    """How ``walk`` writes an object of class ``cls`` (decided once per class)."""
+    if cls in _ATOMS or issubclass(cls, enum.Enum):
+        return _float if cls is float else _plain_atom
+    if cls in (bytearray, memoryview):
+        return _raw_bytes
+    if cls is _ndarray:
+        return _array
+    if cls is object:
+        return _sentinel
+    if cls in _SEQUENCES:
+        return _sequence
+    if cls in (dict, defaultdict, OrderedDict):
+        return _mapping
+    if cls in (set, frozenset):
+        return _set
+    if cls is types.FunctionType:
+        return _function
+    if cls is types.MethodType:
+        return _method
+    if cls is types.BuiltinMethodType or cls is types.BuiltinFunctionType:
+        return _builtin
+    if cls is greenlet:
+        return _greenlet
+    if issubclass(cls, type):
+        return _class
+    if cls is types.ModuleType:
+        return _module
+    if cls is types.FrameType:
+        return _frame
+    if cls is weakref.ref:
+        return _weakref
+    return _instance
+
+
+_HANDLERS: dict[type, object] = {}
+_PLANS: dict[tuple[type, bool], _Plan] = {}
 
 
 class _Empty:
@@ -239,25 +404,36 @@ def _declaration(cls):
     )
 
 
-_SLOTS: dict[type, tuple] = {}
+_CLAMPS_FOUND: dict[type, frozenset] = {}
 
 
-def _fields(obj, cls):
-    """``(name, value)`` of every attribute of ``obj``: its ``__dict__`` and its slots."""
-    slots = _SLOTS.get(cls)
-    if slots is None:
-        names = []
-        for klass in reversed(cls.__mro__):
-            for s in klass.__dict__.get("__slots__", ()):
-                if s not in ("__dict__", "__weakref__") and s not in names:
-                    names.append(s)
-        _SLOTS[cls] = slots = tuple(names)
-    for name in slots:
-        if hasattr(obj, name):
-            yield name, getattr(obj, name)
-    d = getattr(obj, "__dict__", None)
-    if d is not None:
-        yield from d.items()
+def _clamps(cls) -> frozenset:
+    found = _CLAMPS_FOUND.get(cls)
+    if found is None:
+        names = set()
+        for klass in cls.__mro__:
+            names |= CLAMPS.get(_name(klass), set())
+        _CLAMPS_FOUND[cls] = found = frozenset(names)
+    return found
+
+
+_VIEWS_FOUND: dict[type, str | None] = {}
+
+
+def _view(cls) -> str | None:
+    if cls not in _VIEWS_FOUND:
+        _VIEWS_FOUND[cls] = next((VIEWS[_name(k)] for k in cls.__mro__ if _name(k) in VIEWS), None)
+    return _VIEWS_FOUND[cls]
+
+
+def _slot_names(cls) -> tuple:
+    """The ``__slots__`` of ``cls`` and its bases, base classes first."""
+    names = []
+    for klass in reversed(cls.__mro__):
+        for slot in klass.__dict__.get("__slots__", ()):
+            if slot not in ("__dict__", "__weakref__") and slot not in names:
+                names.append(slot)
+    return tuple(names)
 
 
 def event_fingerprints(sim, entries, channel_of, is_timeout, walker=None):
@@ -298,16 +474,25 @@ def _channel_order(channel, seen) -> str:
     )
 
 
-def state_fingerprint(sim, channel_of, is_timeout) -> tuple[bytes, dict]:
+def state_fingerprint(sim, channel_of, is_timeout, at: int | None = None) -> tuple[bytes, dict]:
     """The fingerprint of ``sim``'s current state (see the module docstring) and, per
-    pending heap sequence number, the event's token (``event_fingerprints``)."""
-    w = _Walker()
+    pending heap sequence number, the event's token (``event_fingerprints``).
+
+    ``at``: a *timed* fingerprint, for comparing two runs of one timed search at the
+    instant ``at`` (every event due at or before it has run, none after it): the pending
+    events' times are part of it, and the FIFO clamps at or before ``at`` are one token
+    (``CLAMPS``). Two states with equal timed fingerprints at one instant have the same
+    future under the same answers to the choice points."""
+    w = _Walker(at)
     for proc in sim.processes:
         w.out.append(("p", proc.name, proc.triggered))
         w.greenlet(proc.greenlet)
     live = list(sim.pending())
     keys, _ = event_fingerprints(sim, live, channel_of, is_timeout, w)
-    tokens = sorted(keys, key=repr)
+    if at is None:
+        tokens = sorted(keys, key=repr)
+    else:
+        tokens = sorted(((e[0], repr(k)) for e, k in zip(live, keys, strict=True)))
     timeouts = sorted(
         (e[:2], repr(k)) for e, k in zip(live, keys, strict=True) if is_timeout(e[2], e[3])
     )
@@ -318,8 +503,16 @@ def state_fingerprint(sim, channel_of, is_timeout) -> tuple[bytes, dict]:
 
 _TRACE = "written only for the trace"
 _STAT = "a statistic: read by reports, never by the model"
+TRACE_ID = (
+    "an identity written only into the trace; a timed fingerprint walks it, since a run "
+    "that rejoins another takes the rest of its trace from it (``check/convergence.py``)"
+)
 _SEARCH = "the search's own bookkeeping"
 _SAME = "the same in every state of one search"
+_ADDRESSES = (
+    "host addresses (the allocator's choice, different in another run): the cache's "
+    "view walks the owners and each registration's offset in its owner instead"
+)
 _POOL = (
     "a registered pool's bytes: a payload in it is a function of the program state that "
     "wrote it (walked), and what a receiver reads is checked at delivery"
@@ -351,6 +544,7 @@ _MODEL = {
         "sleeps_folded": _STAT,
         "events_folded": _STAT,
         "_fold_until": "folded sleeps are off under a tie control",
+        "_watch": _SEARCH,
         "fast_paths": _SAME,
         "seed": _SAME,
         "nominal": _SAME,
@@ -360,12 +554,21 @@ _MODEL = {
     "pyopenib.sim._kernel.Timer": {},
     "pyopenib.sim.trace.Tracer": {"events": _TRACE, "layers": _TRACE, "sim": _TRACE},
     "pyopenib.sim.host.HostModel": {},
-    "pyopenib.btl.frag.Frag": {"trace_id": _TRACE, "buf": _POOL},
+    "pyopenib.btl.frag.Frag": {"trace_id": TRACE_ID, "buf": _POOL},
     "pyopenib.btl.frag.FragBuffers": {"_chunk": _POOL},
     "pyopenib.hw.memory.HwMr": {"buffer": _POOL, "view": _POOL},
     "pyopenib.verbs._objects.MemoryRegion": {"buffer": _POOL},
     "pyopenib.btl.module.OpenibModule": {"traffic": _STAT},
-    "pyopenib.btl.rcache.RegistrationCache": {"stats": _STAT},
+    "pyopenib.btl.rcache.RegistrationCache": {
+        "stats": _STAT,
+        "_by_owner": _ADDRESSES,
+        "_watch": _ADDRESSES,
+    },
+    "pyopenib.btl.rcache.Registration": {
+        "owner_id": _ADDRESSES,
+        "start": _ADDRESSES,
+        "end": _ADDRESSES,
+    },
     "pyopenib.btl.registrations.RegistrationCounts": {"peak_pinned_bytes": _STAT},
     "pyopenib.hw.wire.Fabric": {"packets_forwarded": _STAT, "packets_lost": _STAT},
     "pyopenib.hw.wire._SwitchPort": {"bytes_out": _STAT},
@@ -413,10 +616,30 @@ _WALKED = (
     "pyopenib.btl.connect.ConnectionSetup",
     "pyopenib.btl.eager_rdma.EagerRdmaRemote",
     "pyopenib.btl.rcache.RegisteredMemory",
-    "pyopenib.btl.rcache.Registration",
     "pyopenib.btl.rcache._Offset",
 )
 """The model's classes whose every attribute can change the future."""
+
+VIEWS: dict[str, str] = {"pyopenib.btl.rcache.RegistrationCache": "owner_offsets"}
+"""Classes walked also through a method that gives a part of their state in a form
+independent of the run (qualified name -> method name): what their skipped attributes
+hold, without what differs between equal states of two runs."""
+
+CLAMPS: dict[str, set[str]] = {
+    "pyopenib.hw.qp.SendQueue": {"last_cqe"},
+    "pyopenib.hw.qp.ReceiveQueue": {"last_cqe", "last_ready"},
+    "pyopenib.hw.qp.WorkQueue": {"last_doorbell", "last_emit"},
+    "pyopenib.hw.qp.RequesterState": {"dma_end"},
+    "pyopenib.hw.qp.ResponderState": {"dma_end"},
+    "pyopenib.hw.pcie.PcieBus": {"to_nic_free", "to_host_free"},
+    "pyopenib.hw.packet.Packet": {"ready"},
+}
+"""FIFO clamps: times the model reads only as ``max(clamp, t)`` or ``clamp <= now`` with
+``t >= now`` (an event's time plus a non-negative duration; ``hw/work_queue.py``,
+``hw/nic.py``, ``hw/requester.py``, ``hw/responder.py``, ``hw/pcie.py``, ``hw/port.py``). At a
+checkpoint ``at`` every later event runs at ``now > at``, so a clamp at or before ``at`` can
+no longer hold anything back: its value no longer matters. (The switch ports' clamps are not
+here: a cut-through packet's head may be computed before ``now``.)"""
 
 DECLARED.update({name: CONSTANT for name in _CONSTANTS})
 DECLARED.update(_MODEL)

@@ -42,7 +42,7 @@ import traceback
 from collections import deque
 from os import _exit  # the documented way out of a forked child: no cleanup, no atexit
 
-from .search import SearchOracle
+from .search import SearchOracle, run_steered
 
 __all__ = ["ForkingOracle", "PrefixForks", "fork_unavailable", "run_forked"]
 
@@ -209,7 +209,7 @@ def run_forked(run, oracle, forks: PrefixForks, keep) -> list:
     """Run the parent execution ``run(oracle)`` with ``forks``: the children's
     ``keep(oracle, ok, outcome)`` in plan order. In a child this never returns."""
     try:
-        ok, outcome = run(oracle)
+        ok, outcome = run_steered(run, oracle)
         if forks.child is not None:
             result = keep(oracle, ok, outcome)
     except BaseException as exc:

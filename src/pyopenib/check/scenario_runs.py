@@ -49,6 +49,12 @@ class ScenarioRun:
     world under the oracle), so the searches may fork executions from another's prefix
     (``check/forking.py``); a run without this attribute is re-executed from the start."""
 
+    rejoinable = True
+    """The whole state of an execution is reachable from its simulator (the ranks' frames,
+    the model, the pending events: no module globals), so a state fingerprint covers it
+    and a search's last-level executions may end where they rejoin their parent's run
+    (``check/convergence.py``)."""
+
     def __init__(self, name: str, kwargs: dict):
         self.name = name
         self.kwargs = kwargs

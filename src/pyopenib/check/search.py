@@ -31,6 +31,7 @@ from ..sim import Oracle, Tracer
 from ..sim.choice import duration_options
 from ..sim.ties import TIE_LABEL, TieControl
 from .causal import LoggedStep, Move, RunLog, reorders
+from .convergence import Recorder, Reference, Rejoined, Watch, rejoins
 from .footprint import ANY, Footprints, event_object, host_projection
 from .timing import UNTIMED_PREFIXES, Timing, duration_choices
 
@@ -124,7 +125,12 @@ class SearchOracle(Oracle):
     points, their options and alternatives, the steps' footprints): from there on the
     oracle answers nominal at once and stops observing (``quiet``). The run itself is
     the same: option 0 is the nominal value of a duration and the scheduling order of a
-    tie, whatever the alternatives were. Its trail ends at its last deviation."""
+    tie, whatever the alternatives were. Its trail ends at its last deviation.
+
+    ``record`` (with ``leaf_children``): the run records the checkpoints its children
+    rejoin it at (``check/convergence.py``; ``reference()`` hands them over); a leaf given
+    its parent's ``reference`` watches its run past its deviation and ends where it
+    rejoins the parent's."""
 
     def __init__(
         self,
@@ -135,6 +141,8 @@ class SearchOracle(Oracle):
         footprints=Footprints,
         leaf_children: bool = False,
         leaf: bool = False,
+        record: bool = False,
+        reference: Reference | None = None,
     ):
         self.script = list(script)
         self.timing = timing
@@ -160,6 +168,11 @@ class SearchOracle(Oracle):
         """Past a leaf's last scripted choice: nominal answers, nothing observed."""
         self._quiet_at = len(self.script) if leaf and self.script else -1
         """The trail length at which the run goes ``quiet`` (-1: never)."""
+        recording = record and leaf_children and timing is not None
+        self.recorder = Recorder() if recording else None
+        self.parent = reference if leaf else None
+        """The parent's checkpoints, which this leaf may rejoin past its deviation."""
+        self.watch: Watch | None = None
 
     # -- the oracle ----------------------------------------------------------------------
     def _branches(self, label: str) -> bool:
@@ -181,7 +194,9 @@ class SearchOracle(Oracle):
         if i + 1 == self._quiet_at:
             self.quiet = True
             if self.sim is not None:
-                self.sim.settle_nominal()
+                if self.parent is not None:
+                    self.watch = Watch(self.sim, self.parent)
+                self.sim.settle_nominal(self.watch)
         return pick
 
     def duration(self, label: str, lo: int, nominal: int, hi: int) -> int:
@@ -277,6 +292,8 @@ class SearchOracle(Oracle):
     def after(self, sim) -> None:
         if self.quiet:
             return
+        if self.recorder is not None:
+            self.recorder.after(sim)
         step = self._steps[-1]
         step.hi = sim.scheduled
         if self._tied and step.hi > step.lo and self.timing is not Timing.NOMINAL:
@@ -375,10 +392,25 @@ class SearchOracle(Oracle):
                     alts.append(i)
             self.trail[trail_index].alternatives = tuple(alts)
 
+    def reference(self, ok: bool, outcome: str) -> Reference | None:
+        """What this run's children need to rejoin it (None: it did not record)."""
+        if self.recorder is None:
+            return None
+        return self.recorder.finish(self.sim, ok, outcome)
+
+    def rejoined(self) -> tuple[bool, str]:
+        """The outcome of a run that ended rejoining its parent: the parent's."""
+        return self.parent.ok, self.parent.outcome
+
     def signature(self) -> str:
-        """The run's equivalence class: each actor's events in order, without times."""
+        """The run's equivalence class: each actor's events in order, without times. A
+        run that rejoined its parent has the parent's events from that instant on."""
+        events = self.sim.tracer.events if self.sim is not None else ()
+        watch = self.watch
+        if watch is not None and watch.rejoined_at is not None:
+            events = events[: watch.trace_index] + self.parent.events[watch.trace_index :]
         per_actor: dict[str, list] = {}
-        for ev in self.sim.tracer.events if self.sim is not None else ():
+        for ev in events:
             if ev[1] != "wire":
                 per_actor.setdefault(ev[3], []).append((ev[2], ev[4]))
         h = hashlib.sha256(repr(sorted(per_actor.items())).encode())
@@ -419,12 +451,31 @@ class SearchResult:
     pruned_values: int = 0
     """Duration values of the last level whose moved event and causal future reorder no
     dependent events (``check/causal.py``): children not run."""
+    rejoined: int = 0
+    """Last-level executions that ended where they rejoined their parent's run
+    (``check/convergence.py``): counted in ``executions``, not run to their end."""
 
 
 def _kept(oracle, ok, outcome):
     """What the search keeps of a finished execution."""
     oracle.finish()
-    return ok, outcome, oracle.trail, oracle.signature()
+    rejoined = oracle.watch is not None and oracle.watch.rejoined_at is not None
+    return (
+        ok,
+        outcome,
+        oracle.trail,
+        oracle.signature(),
+        oracle.reference(ok, outcome),
+        rejoined,
+    )
+
+
+def run_steered(run, oracle) -> tuple[bool, str]:
+    """``run(oracle)``; for a leaf that rejoined its parent, the parent's outcome."""
+    try:
+        return run(oracle)
+    except Rejoined:
+        return oracle.rejoined()
 
 
 def script_of(deviations) -> list[int]:
@@ -477,6 +528,7 @@ def explore(
     classes: set[str] = set()
     pruned = 0
     pruned_values = 0
+    rejoined = 0
     nominal_trail: list[Choice] = []
     violation = None
     depth = 0
@@ -499,18 +551,28 @@ def explore(
             met,
             pruned,
             pruned_values,
+            rejoined,
         )
 
+    record = reduce and timing is not None and rejoins(run)
+    references: dict[tuple, Reference] = {}
     while level:
         following: list[tuple] = []
         before = executions
         leaves = depth + 1 == bound  # this level's children are the last level
-        args = (timing, labels, reduce, footprints, leaves, depth == bound)
+        args = (timing, labels, reduce, footprints, leaves, depth == bound, record)
         steering = Steering(run, args, _kept)
-        for batch in run_level(steering, level, workers, stop_at_first, max_executions - before):
-            for devs, (ok, outcome, trail, sig) in batch:
+        parents, references = references, {}
+        batches = run_level(
+            steering, level, workers, stop_at_first, max_executions - before, parents
+        )
+        for batch in batches:
+            for devs, (ok, outcome, trail, sig, reference, rejoined_parent) in batch:
                 executions += 1
+                rejoined += rejoined_parent
                 classes.add(sig)
+                if reference is not None:
+                    references[devs] = reference
                 if executions == 1:
                     nominal_trail = trail
                 if not ok and violation is None:

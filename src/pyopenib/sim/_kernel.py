@@ -125,6 +125,25 @@ class Process(Event):
         return f"<Process {self.name} {'done' if self.triggered else 'alive'}>"
 
 
+def _watched(after_event, watch):
+    """``after_event`` (None: none) with ``watch()`` called after it, unless it ended the run."""
+    if after_event is None:
+
+        def both() -> bool:
+            watch()
+            return False
+
+        return both
+
+    def both() -> bool:
+        if after_event():
+            return True
+        watch()
+        return False
+
+    return both
+
+
 class Simulator:
     """Deterministic discrete-event simulator (see the module docstring for semantics)."""
 
@@ -153,6 +172,8 @@ class Simulator:
         """Events a callback did at once instead of scheduling (``fold``)."""
         self._fold_until = -1
         """Latest wake-up a sleep may fold to during the current ``run`` (-1: none)."""
+        self._watch = None
+        """Called after every event once ``settle_nominal(watch)`` handed it over."""
         self.oracle = oracle if oracle is not None else NominalOracle()
 
     # -- scheduling ---------------------------------------------------------------------
@@ -187,6 +208,19 @@ class Simulator:
             self.timers_withdrawn += 1
         return heap[0][0] if heap else None
 
+    def next_time(self) -> int | None:
+        """Time of the next callback that will run (None: nothing will), without taking
+        withdrawn timers off the heap as ``peek`` does: what an observer of a run may
+        ask between two events without changing what the loop sees."""
+        heap = self._heap
+        if not heap:
+            return None
+        top = heap[0][2]
+        if top.__class__ is not Timer or not top.cancelled:
+            return heap[0][0]
+        live = [e[0] for e in heap if e[2].__class__ is not Timer or not e[2].cancelled]
+        return min(live) if live else None
+
     def run(self, until: int | None = None, max_events: int | None = None, after_event=None) -> int:
         """Execute events; see the module docstring. Returns the callbacks executed."""
         self._loop = getcurrent()
@@ -202,6 +236,7 @@ class Simulator:
             and self._oracle.plain
             and max_events is None
             and after_event is None
+            and self._watch is None
         ):
             self._fold_until = until if until is not None else 1 << 126
         try:
@@ -210,6 +245,8 @@ class Simulator:
                 left = self.ties.run(self, heap, until, max_events, after_event)
                 if left is not None:  # ``settle_nominal`` released the tie loop
                     plain, max_events = True, None if left < 0 else left
+            if plain and self._watch is not None:
+                after_event = _watched(after_event, self._watch)
             if plain and after_event is None:
                 self._run(heap, until, max_events)
             elif plain:
@@ -389,16 +426,20 @@ class Simulator:
         return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
 
     # -- choice points ------------------------------------------------------------------
-    def settle_nominal(self) -> None:
+    def settle_nominal(self, watch=None) -> None:
         """The oracle will answer every later choice point with its option 0 (a search's
         execution past its script): the simulator answers them itself from here on, as
         under the nominal oracle: durations at their nominal value, and same-instant
         events in scheduling order, which is what option 0 of a tie runs (a tie loop
         under way hands the rest of the run to the plain loop). The same run, without
-        the calls."""
+        the calls. ``watch()``, when given, is called after every event of the plain
+        loops from then on (the tie loop's hand-off, the next ``run``): what a search
+        still observes of the run (``check/convergence.py``); it may end the run by
+        raising."""
         self.nominal = True
         self.duration = _nominal_duration
         self.ties = None
+        self._watch = watch
 
     def choose(self, label: str, options):
         """Pick one of ``options``; the oracle decides (index 0 is the nominal one)."""
