@@ -292,8 +292,8 @@ class SearchOracle(Oracle):
     def after(self, sim) -> None:
         if self.quiet:
             return
-        if self.recorder is not None:
-            self.recorder.after(sim)
+        if self.recorder is not None and len(self.trail) >= len(self.script):
+            self.recorder.after(sim)  # past its own deviations: where its children start
         step = self._steps[-1]
         step.hi = sim.scheduled
         if self._tied and step.hi > step.lo and self.timing is not Timing.NOMINAL:

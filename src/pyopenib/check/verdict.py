@@ -163,8 +163,14 @@ def search_verdict_lines(res, labels, cut_by: str | None) -> list[str]:
         f"more than {res.bound} of the {res.choice_points} branching choice points "
         f"({res.ties} same-instant ties; labels: {names})"
     )
+    rejoined = (
+        f" ({res.rejoined} of them ended where they rejoined their parent's run: the same "
+        "state at the same instant, so the same rest and verdict)"
+        if res.rejoined
+        else ""
+    )
     reduced = (
-        f"{res.executions} executions, {res.classes} equivalence classes, "
+        f"{res.executions} executions{rejoined}, {res.classes} equivalence classes, "
         f"{res.pruned} tie alternatives pruned as commuting, {res.pruned_values} duration "
         "values pruned as reordering nothing"
     )
