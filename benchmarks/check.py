@@ -6,9 +6,10 @@ Each case is one ``check.search.explore`` (or, for comparison, the lo/hi enumera
 small queues
 (``P,128,8,6,4,4:P,65536,8,6,4,4``), inline (one process), with an execution budget so
 that ``make bench`` stays bounded: a case cut by its budget says so ("cut") instead of a
-verdict. Reported: executions, equivalence classes (distinct per-actor event orders),
-the levels completed, the verdict, the CPU seconds of the process and of the children it
-forked (a search forks its executions from their parents' runs where an execution costs
+verdict. Reported: executions, how many of them ran to their end (the others rejoined
+their parent's run, ``check/convergence.py``), equivalence classes (distinct per-actor
+event orders), the levels completed, the verdict, the CPU seconds of the process and of
+the children it forked (a search forks its executions from their parents' runs where an execution costs
 enough for that to pay, ``check/executions.py``; on a loaded machine CPU is the steadier
 figure; wall seconds beside it) and executions per CPU second, the rate issue 13 asks to
 double.
@@ -51,6 +52,9 @@ class Case:
     stateful: bool = False
     """Untimed only: the stateful search (visited states with sleep sets) instead of
     source-set DPOR."""
+    rejoin: bool = True
+    """Timed searches: last-level executions end where they rejoin their parent's run
+    (``check/convergence.py``); False runs every one to its end."""
 
 
 CASES = (
@@ -58,6 +62,15 @@ CASES = (
     Case("T3 own nominal (ties)", "chelsio-t3", "own", Timing.NOMINAL, 1),
     Case("T3 own lo/hi (before)", "chelsio-t3", "own", None, 1, budget=2000),
     Case("T3 own bounds", "chelsio-t3", "own", Timing.BOUNDS, 1, budget=2000),
+    Case(
+        "T3 own bounds, leaves to their end",
+        "chelsio-t3",
+        "own",
+        Timing.BOUNDS,
+        1,
+        budget=2000,
+        rejoin=False,
+    ),
     Case(
         "T3 own bounds, no reduction",
         "chelsio-t3",
@@ -114,11 +127,13 @@ def measure(case: Case) -> dict:
         iterations=case.iterations,
         mca_pairs=[("btl_openib_receive_queues", QUEUES)],
     )
+    run.rejoinable = case.rejoin
     start, cpu = time.perf_counter(), cpu_seconds()
 
-    def row(executions, classes, levels, verdict) -> dict:
+    def row(executions, classes, levels, verdict, to_the_end=None) -> dict:
         return dict(
             executions=executions,
+            to_the_end=executions if to_the_end is None else to_the_end,
             classes=classes,
             levels=levels,
             verdict=verdict,
@@ -153,7 +168,7 @@ def measure(case: Case) -> dict:
     else:
         verdict = "proved" if res.complete else "cut"
     levels = f"0..{res.levels_complete}" if res.levels_complete >= 0 else "none"
-    return row(res.executions, res.classes, levels, verdict)
+    return row(res.executions, res.classes, levels, verdict, res.executions - res.rejoined)
 
 
 def main(names: list[str]) -> None:
@@ -168,6 +183,7 @@ def main(names: list[str]) -> None:
         "fragments",
         "K",
         "executions",
+        "run to the end",
         "classes",
         "levels",
         "verdict",
@@ -183,6 +199,7 @@ def main(names: list[str]) -> None:
             str(case.iterations),
             str(case.bound),
             str(m["executions"]),
+            str(m["to_the_end"]),
             str(m["classes"]),
             m["levels"],
             m["verdict"],

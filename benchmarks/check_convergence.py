@@ -1,7 +1,7 @@
 """How many of a bounds search's last-level executions reach a state of the nominal run.
 
-The measurement behind the next reduction of ``check --timing bounds`` (issue 10's
-"10x cheaper in executions"): a level-1 execution deviates at one choice point and then
+The measurement behind ``check/convergence.py`` (issue 10's "10x cheaper in
+executions"), without its limits: a level-1 execution deviates at one choice point and then
 runs nominally, so once its state equals the nominal run's state at the same instant, the
 rest of it *is* the nominal run's rest and need not run. This script runs T3 ``bibw``
 ``own`` (40 fragments, check's queues) nominally, fingerprints its state every
@@ -10,22 +10,17 @@ search (race labels and ties, causal pruning as ``benchmarks/check.py``) and com
 state with the nominal one at every checkpoint after its deviation (a cheap signature of
 the pending events first, the full fingerprint only where that agrees).
 
-The fingerprint is ``check/fingerprint.state_fingerprint`` plus every pending event's
-time. With ``--clamps``, the models' FIFO clamps that lie at or before the checkpoint
-(``last_doorbell``, ``last_cqe``, ``dma_end``, the PCIe bus and switch-port free times)
-are read as 0: each is only ever ``max``-ed with a time computed later from ``now`` plus a
-non-negative duration, so a value in the past can no longer change the future.
+The fingerprint is the timed one the search compares (``state_fingerprint(sim, ...,
+at)``: pending events' times, FIFO clamps in the past as one token, the registration cache
+without host addresses), compared at every checkpoint past the deviation (not limited to
+three comparisons as ``check/convergence.py`` is): the per-label breakdown of what the
+search's rejoining reaches.
 
-Usage: ``PYTHONPATH=src python benchmarks/check_convergence.py [--clamps]`` (a few CPU
-minutes). Executions run in this one process, one after the other: object addresses
-(the registration cache keys by them) often repeat between runs here, which a forked or
-separate run would not give (docs/PERFORMANCE.md says what that means).
+Usage: ``PYTHONPATH=src python benchmarks/check_convergence.py`` (a few CPU minutes).
 """
 
 from __future__ import annotations
 
-import hashlib
-import sys
 import time
 
 from pyopenib.check.channels import channel_of, is_timeout
@@ -40,20 +35,6 @@ STEP_PS = 2_000_000
 LABELS = frozenset(RACE_LABELS | {TIE_LABEL})
 
 
-def _clamps(fabric):
-    """(object, attribute names) of every FIFO clamp of the fabric's NICs and switch."""
-    for port in fabric._ports.values():  # the switch's output ports (no public list)
-        yield port, ("busy_until", "last_in", "last_out")
-        nic = port.nic
-        yield nic.pcie, ("to_nic_free", "to_host_free")
-        for qp in nic.qps.values():
-            yield qp.sq, ("last_cqe",)
-            yield qp.rq, ("last_cqe", "last_ready")
-            yield qp.wq, ("last_doorbell", "last_emit")
-            yield qp.resp, ("dma_end",)
-            yield qp.req, ("dma_end",)
-
-
 def _cheap(sim) -> tuple:
     return tuple(sorted((e[0], getattr(e[2], "__qualname__", "")) for e in sim.pending()))
 
@@ -62,9 +43,8 @@ class Checkpoints(SearchOracle):
     """A bounds-search oracle that fingerprints the state every ``STEP_PS``: recording
     them (``reference`` None) or comparing with the reference's after ``after_ps``."""
 
-    def __init__(self, script, clamps, reference=None, after_ps=0):
+    def __init__(self, script, reference=None, after_ps=0):
         super().__init__(script, Timing.BOUNDS, LABELS, True, leaf_children=reference is None)
-        self.clamps = clamps
         self.reference = reference
         self.after_ps = after_ps
         self.digests: dict[int, bytes] = {}
@@ -81,23 +61,8 @@ class Checkpoints(SearchOracle):
         return pick
 
     def _digest(self, sim, at) -> bytes:
-        saved = []
-        fabric = self._footprints._holders.get("fabric")
-        if self.clamps and fabric is not None:
-            for obj, names in _clamps(fabric):
-                for name in names:
-                    value = getattr(obj, name)
-                    if value <= at:
-                        saved.append((obj, name, value))
-                        setattr(obj, name, 0)
-        try:
-            digest, tokens = state_fingerprint(sim, channel_of, is_timeout)
-        finally:
-            for obj, name, value in saved:
-                setattr(obj, name, value)
         self.fingerprints += 1
-        times = sorted((e[0], repr(tokens[e[1]])) for e in sim.pending())
-        return hashlib.blake2b(digest + repr(times).encode(), digest_size=16).digest()
+        return state_fingerprint(sim, channel_of, is_timeout, at)[0]
 
     def before(self, sim, entry, obj, heads):
         while entry[0] > self._next and self.match is None:
@@ -113,7 +78,6 @@ class Checkpoints(SearchOracle):
 
 
 def main() -> None:
-    clamps = "--clamps" in sys.argv
     run = scenario_runner(
         "bibw",
         device="chelsio-t3",
@@ -122,7 +86,7 @@ def main() -> None:
         mca_pairs=[("btl_openib_receive_queues", QUEUES)],
     )
     cpu = time.process_time()
-    nominal = Checkpoints((), clamps)
+    nominal = Checkpoints(())
     ok, outcome = run(nominal)
     nominal.finish()
     end = max(nominal.digests)
@@ -135,7 +99,7 @@ def main() -> None:
     lags = []
     fingerprints = nominal.fingerprints
     for j, alt, label, deviation_ps in children:
-        child = Checkpoints([0] * j + [alt], clamps, nominal, deviation_ps)
+        child = Checkpoints([0] * j + [alt], nominal, deviation_ps)
         run(child)
         fingerprints += child.fingerprints
         counts = met.setdefault(label, [0, 0])
@@ -145,7 +109,7 @@ def main() -> None:
             lags.append((child.match - deviation_ps) / end)
     lags.sort()
     reached = sum(c[1] for c in met.values())
-    print(f"nominal: {outcome}; {len(nominal.digests)} checkpoints; clamps read as 0: {clamps}")
+    print(f"nominal: {outcome}; {len(nominal.digests)} checkpoints")
     print(f"last-level children: {len(children)}; reach a nominal state: {reached}")
     for label, (n, k) in sorted(met.items()):
         print(f"  {label}: {k} of {n}")

@@ -27,6 +27,14 @@ instance of an undeclared class is an error (``Undeclared``), never skipped: a m
 object added later with state of its own must say what of it matters before a stateful
 search may trust a match. Shared objects are serialised once and referred to by their
 first-visit number afterwards, so equal fingerprints mean isomorphic reachable graphs.
+
+Two parts of a model's state are walked in a form that does not depend on the run: a
+class listed in ``VIEWS`` is walked also through a method giving what its skipped
+attributes hold without what differs between equal states (the registration cache's
+host addresses, as offsets in their owners). A *timed* fingerprint
+(``state_fingerprint(..., at)``, for comparing two runs of one timed search at one
+instant, ``check/convergence.py``) adds the pending events' times and heap order, writes
+a FIFO clamp (``CLAMPS``) at or before ``at`` as one token, and walks trace ids.
 """
 
 from __future__ import annotations
