@@ -110,6 +110,8 @@ class _Walker:
         self.keep: list = []  # keeps walked temporaries alive so their ids stay unique
         self.out: list = []
         self.at = at
+        self.arrays: dict = {}
+        """Memory regions hashed in this walk (``_array``)."""
 
     def ref(self, obj) -> bool:
         """Emit a back-reference when ``obj`` was walked already; else number it."""
@@ -244,9 +246,18 @@ def _raw_bytes(w, obj) -> None:
     w.out.append(("b", hashlib.blake2b(obj, digest_size=16).digest()))
 
 
-def _array(w, obj) -> None:  # a buffer: by value (its aliasing is fixed at set-up)
-    data = obj.tobytes() if not obj.flags.c_contiguous else obj.data
-    w.out.append(("nd", obj.dtype.str, obj.shape, hashlib.blake2b(data, digest_size=16).digest()))
+def _array(w, obj) -> None:
+    """A buffer, by value (its aliasing is fixed at set-up). Several objects often hold
+    one buffer (a ring, its registration, its owner): within one walk, equal memory has
+    equal bytes, so each region is hashed once."""
+    interface = obj.__array_interface__
+    region = (interface["data"][0], obj.nbytes, interface["strides"], obj.dtype.str, obj.shape)
+    token = w.arrays.get(region)
+    if token is None:
+        data = obj.tobytes() if not obj.flags.c_contiguous else obj.data
+        token = ("nd", obj.dtype.str, obj.shape, hashlib.blake2b(data, digest_size=16).digest())
+        w.arrays[region] = token
+    w.out.append(token)
 
 
 def _sentinel(w, obj) -> None:  # a bare ``object()``: no state
