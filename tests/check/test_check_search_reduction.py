@@ -216,3 +216,62 @@ def test_a_withdrawn_timer_is_an_instant_a_move_may_cross():
 
     assert run(False).complete and run(True).complete
     assert outcomes[True] == outcomes[False] == {0, 1}
+
+
+class _Filler:
+    """An object of its own whose events (at 3 and 8) touch nothing the alarm touches:
+    they keep a run going past the alarm's instant without racing with anything."""
+
+    def tick(self):
+        pass
+
+
+class _SeparateFootprints(TimedToyFootprints):
+    """The alarm's events touch the alarm, the filler's touch the filler."""
+
+    def static(self, sim, obj, fn, args):
+        return {("filler",)} if obj.__class__ is _Filler else {("alarm",)}
+
+
+def _alarm_outcomes(reduce: bool, after_event) -> set:
+    """The register values a bounds search (K = 1) reaches over the alarm with a filler,
+    the run watched by ``after_event(sim, alarm)`` after every event."""
+    outcomes = set()
+
+    def execute(oracle):
+        sim = Simulator(oracle=oracle)
+        regs = [0]
+        alarm = _Alarm(sim, regs)
+        filler = _Filler()
+        sim.schedule(0, alarm.start)
+        sim.schedule(3, filler.tick)
+        sim.schedule(8, filler.tick)
+        sim.run(after_event=lambda: after_event(sim, alarm))
+        outcomes.add(regs[0])
+        return True, repr(regs)
+
+    res = explore(
+        execute,
+        Timing.BOUNDS,
+        1,
+        None,
+        stop_at_first=False,
+        reduce=reduce,
+        footprints=_SeparateFootprints,
+    )
+    assert res.complete
+    return outcomes
+
+
+def test_a_withdrawn_timer_a_hook_peeks_past_stays_an_instant_a_move_may_cross():
+    """A checker's per-event hook asks ``sim.peek()`` whether anything is left (as
+    ``apps/scenarios.py`` does): after the filler's event at 3 the withdrawn alarm (due
+    at 5) is the heap's top. The hook must not make it vanish from the search's log,
+    or no logged event is near the canceller's moves (the filler's are independent) and
+    the values that let the alarm fire are pruned."""
+
+    def peeking(sim, alarm):
+        return sim.peek() is None
+
+    assert _alarm_outcomes(False, peeking) == {0, 1}
+    assert _alarm_outcomes(True, peeking) == {0, 1}
