@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toy_models import TimedToyFootprints, TimedToyRun, ToyFootprints, ToyRun, models, orders
+from toy_models import (
+    Helper,
+    TimedToyFootprints,
+    TimedToyRun,
+    ToyFootprints,
+    ToyRun,
+    models,
+    orders,
+)
 
 from pyopenib.check.search import SearchOracle, explore
 from pyopenib.check.timing import Timing
@@ -275,3 +283,62 @@ def test_a_withdrawn_timer_a_hook_peeks_past_stays_an_instant_a_move_may_cross()
 
     assert _alarm_outcomes(False, peeking) == {0, 1}
     assert _alarm_outcomes(True, peeking) == {0, 1}
+
+
+def test_a_withdrawn_timer_still_pending_when_a_hook_ends_the_run_is_logged():
+    """A hook that ends the run once the canceller ran (a scenario stops when its ranks
+    are done, whatever is still pending): the withdrawn alarm never reached the heap's
+    top, yet a later canceller lets it fire before the end."""
+
+    def until_cancelled(sim, alarm):
+        return alarm.timer is not None and alarm.timer.cancelled
+
+    assert _alarm_outcomes(False, until_cancelled) == {0, 1}
+    assert _alarm_outcomes(True, until_cancelled) == {0, 1}
+
+
+class _Last:
+    """A step whose run ends the run (``done``), nominally at 2, later in another timing."""
+
+    def __init__(self, sim, regs):
+        self.sim = sim
+        self.regs = regs
+        self.done = False
+
+    def start(self):
+        self.sim.schedule(self.sim.duration("toy.step", 1, 2, 10), self.last)
+
+    def last(self):
+        self.regs[0] = self.regs[0] * 3 + 1
+        self.done = True
+
+
+def test_an_event_still_pending_when_a_hook_ends_the_run_is_an_instant_a_move_may_cross():
+    """The run ends after the last step (nominally at 2), with another object's write of
+    the same register still pending at 5: moved past 5, the last step runs after that
+    write. The drawing run never ran it, so only its logged instant keeps those values."""
+    outcomes = {False: set(), True: set()}
+
+    def search(reduce):
+        def execute(oracle):
+            sim = Simulator(oracle=oracle)
+            regs = [0]
+            last = _Last(sim, regs)
+            sim.schedule(0, last.start)
+            sim.schedule(5, Helper(regs).touch, 0)
+            sim.run(after_event=lambda: last.done)
+            outcomes[reduce].add(regs[0])
+            return True, repr(regs)
+
+        return explore(
+            execute,
+            Timing.BOUNDS,
+            1,
+            None,
+            stop_at_first=False,
+            reduce=reduce,
+            footprints=_AlarmFootprints,
+        )
+
+    assert search(False).complete and search(True).complete
+    assert outcomes[True] == outcomes[False] == {1, 7}

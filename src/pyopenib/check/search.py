@@ -286,8 +286,23 @@ class SearchOracle(Oracle):
         """A timer withdrawn before it fired: in another timing it may fire, so the run's
         log keeps its instant as an event that conflicts with everything."""
         if self._log is not None:
-            at = sim.scheduled
-            self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
+            self._log_unknown(entry)
+
+    def _log_unknown(self, entry) -> None:
+        """Log ``entry`` as an instant that conflicts with everything: an event the run
+        never executed, so what it touches is unknown."""
+        at = self.sim.scheduled
+        self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
+
+    def _log_left(self) -> None:
+        """The events a run left on the heap when its ``after_event`` ended it (a
+        scenario stops once its ranks are done): withdrawn timers that never reached the
+        top and events that never ran. A move that delays the run's last events lets
+        them run (or fire) before the end in another timing, so each is logged, in heap
+        order after the last step, as an instant that conflicts with everything."""
+        sim = self.sim
+        for entry in sorted((*sim.pending(), *sim.pending_withdrawn()), key=lambda e: (e[0], e[1])):
+            self._log_unknown(entry)
 
     def after(self, sim) -> None:
         if self.quiet:
@@ -337,6 +352,7 @@ class SearchOracle(Oracle):
         self._close_instant()
         if self._log is None:
             return
+        self._log_left()
         for move in self._moves:
             choice = self.trail[move.trail_index]
             base = choice.values[choice.chosen]

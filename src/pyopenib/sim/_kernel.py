@@ -430,6 +430,16 @@ class Simulator:
             if fn.__class__ is not Timer or not fn.cancelled:
                 yield entry
 
+    def pending_withdrawn(self):
+        """The withdrawn timers still on the heap, ``(when, seq, fn, args)`` in no
+        particular order: what ``pending`` leaves out, and what a run ended by its
+        ``after_event`` before they reached the top never popped. An explorer logs them
+        with the rest of what the run left undone: in another timing they may fire."""
+        for entry in self._heap:
+            fn = entry[2]
+            if fn.__class__ is Timer and fn.cancelled:
+                yield entry
+
     def blocked_processes(self) -> list[Process]:
         """Processes that are alive and waiting (used for deadlock reports)."""
         return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
