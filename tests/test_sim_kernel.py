@@ -190,7 +190,8 @@ def test_peek_skips_withdrawn_timers_anywhere_below_the_top_and_pops_none():
 def test_peek_in_an_after_event_hook_leaves_every_withdrawn_timer_to_the_tie_observer():
     """The observer of a tie loop (an explorer's log) sees each withdrawn timer the run
     passes, although a hook asks ``peek`` after every event: the timers leave the heap
-    through the loop, which reports them, never through the query."""
+    through the loop, which reports them, never through the query. And it hears that
+    the hook ended the run."""
 
     seen = []
 
@@ -207,6 +208,9 @@ def test_peek_in_an_after_event_hook_leaves_every_withdrawn_timer_to_the_tie_obs
         def withdrawn(self, sim, entry):
             seen.append(entry[0])
 
+        def ended(self, sim):
+            seen.append(("ended", sim.now))
+
     class Oracle(NominalOracle):
         def __init__(self):
             from pyopenib.sim.ties import TieControl
@@ -219,7 +223,7 @@ def test_peek_in_an_after_event_hook_leaves_every_withdrawn_timer_to_the_tie_obs
     for d in (0, 10, 20):
         sim.schedule(d, int)
     assert sim.run(after_event=lambda: sim.peek() is None) == 3
-    assert seen == [5, 15] and sim.timers_withdrawn == 2
+    assert seen == [5, 15, ("ended", 20)] and sim.timers_withdrawn == 2
 
 
 def test_withdrawn_timers_are_not_counted_as_executed_events():

@@ -3,14 +3,18 @@ models), and ties are choice points whose nominal answer is the plain run."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from toy_models import (
+    AlarmToyFootprints,
+    AlarmToyRun,
     Helper,
     TimedToyFootprints,
     TimedToyRun,
     ToyFootprints,
     ToyRun,
+    Worker,
     models,
     orders,
 )
@@ -137,6 +141,36 @@ def test_pruned_duration_values_lose_no_final_state(model, bound):
     full, reduced = TimedToyRun(model, 3), TimedToyRun(model, 3)
     args = (Timing.BOUNDS, bound, None, 50_000)
     kw = dict(stop_at_first=False, footprints=TimedToyFootprints)
+    r_full = explore(full, *args, reduce=False, **kw)
+    r_red = explore(reduced, *args, reduce=True, **kw)
+    assert r_full.complete and r_red.complete
+    assert reduced.outcomes == full.outcomes
+    assert r_red.executions <= r_full.executions
+
+
+_alarm = st.one_of(st.none(), st.just("cancel"), st.tuples(st.integers(1, 12), st.integers(0, 2)))
+_alarm_step = st.tuples(
+    st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)), _interval, _alarm
+)
+_alarm_model = st.lists(
+    st.tuples(st.integers(0, 12), st.lists(_alarm_step, min_size=1, max_size=3)),
+    min_size=2,
+    max_size=3,
+)
+
+
+@pytest.mark.parametrize("hook", ["peek", "stop"])
+@settings(max_examples=60, deadline=None)
+@given(model=_alarm_model)
+def test_pruned_duration_values_lose_no_final_state_with_withdrawn_alarms(hook, model):
+    """As above (K = 1), with alarms that steps arm and withdraw, and the run watched by
+    a hook after every event as a checked scenario is (``AlarmToyRun``): a withdrawn
+    alarm must stay in the search's log whoever pops it, and what the run left pending
+    when the hook ended it must count too. (This caught the hook's ``peek`` popping
+    withdrawn timers unseen, and runs ended with events still pending.)"""
+    full, reduced = AlarmToyRun(model, 3, hook), AlarmToyRun(model, 3, hook)
+    args = (Timing.BOUNDS, 1, None, 50_000)
+    kw = dict(stop_at_first=False, footprints=AlarmToyFootprints)
     r_full = explore(full, *args, reduce=False, **kw)
     r_red = explore(reduced, *args, reduce=True, **kw)
     assert r_full.complete and r_red.complete
@@ -342,3 +376,35 @@ def test_an_event_still_pending_when_a_hook_ends_the_run_is_an_instant_a_move_ma
 
     assert search(False).complete and search(True).complete
     assert outcomes[True] == outcomes[False] == {1, 7}
+
+
+def test_the_step_after_which_a_hook_ends_the_run_commutes_with_nothing_at_its_instant():
+    """Two objects on two registers at one instant, the run ended after worker 0's step:
+    the orders do not commute (worker 1's step runs in one of them only), though the
+    registers are apart. Nominal timing: ties alone."""
+    model = [[(0, None)], [(1, None)]]
+    outcomes = {False: set(), True: set()}
+
+    def search(reduce):
+        def execute(oracle):
+            sim = Simulator(oracle=oracle)
+            regs = [0, 0]
+            workers = [Worker(n, steps, regs, sim, 0) for n, steps in enumerate(model)]
+            for w in reversed(workers):  # worker 1 first: the nominal order runs both
+                sim.schedule(0, w.step, 0)
+            sim.run(after_event=lambda: regs[0] != 0)
+            outcomes[reduce].add(tuple(regs))
+            return True, repr(regs)
+
+        return explore(
+            execute,
+            Timing.NOMINAL,
+            2,
+            None,
+            stop_at_first=False,
+            reduce=reduce,
+            footprints=ToyFootprints,
+        )
+
+    assert search(False).complete and search(True).complete
+    assert outcomes[True] == outcomes[False] == {(1, 0), (1, 2)}

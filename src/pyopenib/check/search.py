@@ -168,6 +168,8 @@ class SearchOracle(Oracle):
         """Past a leaf's last scripted choice: nominal answers, nothing observed."""
         self._quiet_at = len(self.script) if leaf and self.script else -1
         """The trail length at which the run goes ``quiet`` (-1: never)."""
+        self._ended = False
+        """The run's ``after_event`` ended it (``ended``)."""
         recording = record and leaf_children and timing is not None
         self.recorder = Recorder() if recording else None
         self.parent = reference if leaf else None
@@ -294,15 +296,20 @@ class SearchOracle(Oracle):
         at = self.sim.scheduled
         self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
 
-    def _log_left(self) -> None:
-        """The events a run left on the heap when its ``after_event`` ended it (a
-        scenario stops once its ranks are done): withdrawn timers that never reached the
-        top and events that never ran. A move that delays the run's last events lets
-        them run (or fire) before the end in another timing, so each is logged, in heap
-        order after the last step, as an instant that conflicts with everything."""
+    def ended(self, sim) -> None:
+        """The run's ``after_event`` ended it after the step just run (a scenario stops
+        once its ranks are done): that step commutes with nothing, since an event that
+        another order or timing puts after it never runs in that execution."""
+        if not self.quiet:
+            self._ended = True
+
+    def _left(self) -> list:
+        """What the run left on the heap, in heap order: withdrawn timers that never
+        reached the top and events that never ran, when its ``after_event`` ended the
+        run (a scenario stops once its ranks are done) or ``until`` did. An event that
+        never ran is logged with its instant only: what it touches is unknown."""
         sim = self.sim
-        for entry in sorted((*sim.pending(), *sim.pending_withdrawn()), key=lambda e: (e[0], e[1])):
-            self._log_unknown(entry)
+        return sorted((*sim.pending(), *sim.pending_withdrawn()), key=lambda e: (e[0], e[1]))
 
     def after(self, sim) -> None:
         if self.quiet:
@@ -349,10 +356,19 @@ class SearchOracle(Oracle):
         values of each duration can reorder dependent events."""
         if self.quiet:
             return  # a leaf: its alternatives are never read
+        if self._ended and self._steps:
+            last = self._steps[-1]  # ``ended``: it commutes with nothing
+            last.fp = last.fp | _EVERYTHING
+            if self._log is not None:
+                logged = self._log.steps[self._log.by_seq[last.seq]]
+                logged.fp = logged.fp | _EVERYTHING
+        if self._log is not None:
+            # what the run left may run (or fire) before its end in another timing
+            for entry in self._left():
+                self._log_unknown(entry)
         self._close_instant()
         if self._log is None:
             return
-        self._log_left()
         for move in self._moves:
             choice = self.trail[move.trail_index]
             base = choice.values[choice.chosen]
