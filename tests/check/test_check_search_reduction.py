@@ -378,10 +378,25 @@ def test_an_event_still_pending_when_a_hook_ends_the_run_is_an_instant_a_move_ma
     assert outcomes[True] == outcomes[False] == {1, 7}
 
 
-def test_the_step_after_which_a_hook_ends_the_run_commutes_with_nothing_at_its_instant():
-    """Two objects on two registers at one instant, the run ended after worker 0's step:
-    the orders do not commute (worker 1's step runs in one of them only), though the
-    registers are apart. Nominal timing: ties alone."""
+class _RunOver(BaseException):
+    """Ends a run from inside a step, as the job runner's ``_JobOver`` ends a job."""
+
+
+class _Ending(Worker):
+    """Worker 0 of the run-end tests: its step ends the run by raising ``_RunOver``."""
+
+    def step(self, k):
+        super().step(k)
+        raise _RunOver
+
+
+@pytest.mark.parametrize("timing", [Timing.NOMINAL, Timing.BOUNDS])
+@pytest.mark.parametrize("ending", ["hook", "raise"])
+def test_the_step_that_ends_the_run_commutes_with_nothing_at_its_instant(ending, timing):
+    """Two objects on two registers at one instant, the run ended after worker 0's step
+    by a hook (a scenario's ranks are done) or by the step raising (a program's job is
+    over): the orders do not commute (worker 1's step runs in one of them only), though
+    the registers are apart. No durations: ties alone (bounds: the run is logged)."""
     model = [[(0, None)], [(1, None)]]
     outcomes = {False: set(), True: set()}
 
@@ -389,21 +404,25 @@ def test_the_step_after_which_a_hook_ends_the_run_commutes_with_nothing_at_its_i
         def execute(oracle):
             sim = Simulator(oracle=oracle)
             regs = [0, 0]
-            workers = [Worker(n, steps, regs, sim, 0) for n, steps in enumerate(model)]
+            first = Worker if ending == "hook" else _Ending
+            workers = [first(0, model[0], regs, sim, 0), Worker(1, model[1], regs, sim, 0)]
             for w in reversed(workers):  # worker 1 first: the nominal order runs both
                 sim.schedule(0, w.step, 0)
-            sim.run(after_event=lambda: regs[0] != 0)
+            try:
+                sim.run(after_event=lambda: ending == "hook" and regs[0] != 0)
+            except _RunOver:
+                pass
             outcomes[reduce].add(tuple(regs))
             return True, repr(regs)
 
         return explore(
             execute,
-            Timing.NOMINAL,
-            2,
+            timing,
+            1,
             None,
             stop_at_first=False,
             reduce=reduce,
-            footprints=ToyFootprints,
+            footprints=TimedToyFootprints,
         )
 
     assert search(False).complete and search(True).complete

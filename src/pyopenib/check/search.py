@@ -298,8 +298,9 @@ class SearchOracle(Oracle):
 
     def ended(self, sim) -> None:
         """The run's ``after_event`` ended it after the step just run (a scenario stops
-        once its ranks are done): that step commutes with nothing, since an event that
-        another order or timing puts after it never runs in that execution."""
+        once its ranks are done), or the step ended it by raising (a program's job is
+        over: the runner's ``_JobOver``): that step commutes with nothing, since an
+        event that another order or timing puts after it never runs in that execution."""
         if not self.quiet:
             self._ended = True
 
@@ -360,8 +361,12 @@ class SearchOracle(Oracle):
             last = self._steps[-1]  # ``ended``: it commutes with nothing
             last.fp = last.fp | _EVERYTHING
             if self._log is not None:
-                logged = self._log.steps[self._log.by_seq[last.seq]]
-                logged.fp = logged.fp | _EVERYTHING
+                index = self._log.by_seq.get(last.seq)
+                if index is None:  # it raised: ``after`` never logged it
+                    self._log_unknown((last.when, last.seq))
+                else:
+                    logged = self._log.steps[index]
+                    logged.fp = logged.fp | _EVERYTHING
         if self._log is not None:
             # what the run left may run (or fire) before its end in another timing
             for entry in self._left():
