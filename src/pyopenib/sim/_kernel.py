@@ -206,8 +206,10 @@ class Simulator:
         return timer
 
     def peek(self) -> int | None:
-        """Time of the next pending event (withdrawn timers left out), or None when
-        nothing is pending. A query: it pops nothing (module docstring)."""
+        """Time of the next callback that will run (withdrawn timers left out), or None
+        when nothing will. A query: it pops nothing (module docstring), so an observer
+        may ask it between two events without changing what the loop sees (a search's
+        checkpoints, ``check/convergence.py``)."""
         heap = self._heap
         if not heap:
             return None
@@ -216,19 +218,6 @@ class Simulator:
         if fn.__class__ is not Timer or not fn.cancelled:
             return top[0]
         return _first_live(heap)
-
-    def next_time(self) -> int | None:
-        """Time of the next callback that will run (None: nothing will), without taking
-        withdrawn timers off the heap as ``peek`` does: what an observer of a run may
-        ask between two events without changing what the loop sees."""
-        heap = self._heap
-        if not heap:
-            return None
-        top = heap[0][2]
-        if top.__class__ is not Timer or not top.cancelled:
-            return heap[0][0]
-        live = [e[0] for e in heap if e[2].__class__ is not Timer or not e[2].cancelled]
-        return min(live) if live else None
 
     def run(self, until: int | None = None, max_events: int | None = None, after_event=None) -> int:
         """Execute events; see the module docstring. Returns the callbacks executed."""
