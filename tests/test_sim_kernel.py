@@ -169,6 +169,63 @@ def test_cancelled_timer_is_skipped_by_peek():
     assert sim.peek() == 20
 
 
+def test_peek_skips_withdrawn_timers_anywhere_below_the_top_and_pops_none():
+    """Withdrawn timers at the top and deeper in the heap: ``peek`` answers the earliest
+    live entry's time and leaves the heap as it was."""
+    sim = Simulator()
+    timers = [sim.timer(d, int) for d in (1, 2, 3, 4, 5, 6, 7)]
+    sim.schedule(6, int)
+    for t in timers[:5] + timers[6:]:
+        t.cancel()
+    heap = list(sim._heap)
+    assert sim.peek() == 6  # the live timer at 6 and the schedule at 6: the earlier seq
+    assert sim._heap == heap and sim.timers_withdrawn == 0
+    timers[5].cancel()
+    assert sim.peek() == 6
+    for t in timers:
+        t.cancel()
+    assert Simulator().peek() is None
+
+
+def test_peek_in_an_after_event_hook_leaves_every_withdrawn_timer_to_the_tie_observer():
+    """The observer of a tie loop (an explorer's log) sees each withdrawn timer the run
+    passes, although a hook asks ``peek`` after every event: the timers leave the heap
+    through the loop, which reports them, never through the query. And it hears that
+    the hook ended the run."""
+
+    seen = []
+
+    class Observer:
+        def bind(self, sim):
+            pass
+
+        def before(self, sim, entry, obj, heads):
+            pass
+
+        def after(self, sim):
+            pass
+
+        def withdrawn(self, sim, entry):
+            seen.append(entry[0])
+
+        def ended(self, sim):
+            seen.append(("ended", sim.now))
+
+    class Oracle(NominalOracle):
+        def __init__(self):
+            from pyopenib.sim.ties import TieControl
+
+            self.ties = TieControl(observer=Observer())
+
+    sim = Simulator(oracle=Oracle())
+    for d in (5, 15):
+        sim.timer(d, int).cancel()
+    for d in (0, 10, 20):
+        sim.schedule(d, int)
+    assert sim.run(after_event=lambda: sim.peek() is None) == 3
+    assert seen == [5, 15, ("ended", 20)] and sim.timers_withdrawn == 2
+
+
 def test_withdrawn_timers_are_not_counted_as_executed_events():
     for kwargs in ({}, {"until": 1_000}, {"max_events": 10}):
         sim = Simulator()

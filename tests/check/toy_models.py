@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from pyopenib.check.untimed import explore_untimed
 from pyopenib.sim import Simulator
-from pyopenib.sim.ties import receiver_of
+from pyopenib.sim.ties import callback_of, receiver_of
 
 
 class Worker:
@@ -151,6 +151,84 @@ class TimedToyRun(ToyRun):
     def start(self, sim, name, spec, regs):
         start, steps = spec
         sim.schedule(start, self.worker(name, steps, regs, sim, self.spawn_delay).step, 0)
+
+
+class AlarmWorker(TimedWorker):
+    """A timed worker whose step ``(var, spawn, interval, alarm)`` may also arm an alarm
+    (``alarm = (delay, reg)``: a ``Timer`` that updates ``reg`` when it fires) or
+    withdraw the oldest armed one (``alarm = "cancel"``): which alarms fire depends on
+    when the cancelling steps run, so on the durations."""
+
+    def __init__(self, name, steps, regs, sim, spawn_delay, alarms):
+        super().__init__(name, steps, regs, sim, spawn_delay)
+        self.alarms = alarms
+        self.finished = False
+        """Its last step ran."""
+
+    def step(self, k):
+        alarm = self.steps[k][3]
+        if alarm == "cancel":
+            if self.alarms:
+                self.alarms.pop(0)[1].cancel()
+        elif alarm is not None:
+            delay, reg = alarm
+            ring = Alarm(self.regs, self.alarms, reg)
+            self.alarms.append((ring, self.sim.timer(delay, ring.ring)))
+        super().step(k)
+        self.finished = k + 1 == len(self.steps)
+
+
+class Alarm:
+    """An armed alarm: when it fires it leaves the armed list and updates its register
+    (``x * 7 + 3``, which commutes with neither a worker's update nor a helper's)."""
+
+    def __init__(self, regs, alarms, var):
+        self.regs = regs
+        self.alarms = alarms
+        self.var = var
+
+    def ring(self):
+        self.alarms[:] = [a for a in self.alarms if a[0] is not self]
+        self.regs[self.var] = (self.regs[self.var] * 7 + 3) % 1009
+
+
+class AlarmToyFootprints(TimedToyFootprints):
+    """The alarm toy's exact footprints: a step's register, and the armed list when the
+    step arms or cancels; an alarm's register and the armed list."""
+
+    def static(self, sim, obj, fn, args):
+        fn = callback_of(fn)
+        if fn.__name__ == "ring":
+            return {("reg", obj.var), ("alarms",)}
+        if fn.__name__ == "step" and obj.steps[args[0]][3] is not None:
+            return {("reg", obj.steps[args[0]][0]), ("alarms",)}
+        return super().static(sim, obj, fn, args)
+
+
+class AlarmToyRun(TimedToyRun):
+    """``TimedToyRun`` over ``AlarmWorker``s, watched after every event by a hook as a
+    checked scenario is: ``"peek"`` asks ``sim.peek()`` whether anything is left (what
+    ``apps/scenarios.py`` asks), ``"stop"`` also ends the run once worker 0's last step
+    ran (a scenario ends when its ranks are done, whatever is still pending); the final
+    state is the registers then."""
+
+    def __init__(self, model, nregs=3, hook="peek"):
+        super().__init__(model, nregs)
+        self.hook = hook
+
+    def __call__(self, oracle):
+        sim = Simulator(oracle=oracle)
+        regs = [0] * self.nregs
+        alarms: list = []
+        workers = []
+        for name, (start, steps) in enumerate(self.model):
+            workers.append(AlarmWorker(name, steps, regs, sim, self.spawn_delay, alarms))
+            sim.schedule(start, workers[-1].step, 0)
+        first = workers[0]
+        stop = self.hook == "stop"
+        sim.run(after_event=lambda: sim.peek() is None or (stop and first.finished))
+        self.outcomes.add(tuple(regs))
+        return True, repr(regs)
 
 
 def orders(model) -> int:

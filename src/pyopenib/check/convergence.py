@@ -101,7 +101,7 @@ class Recorder:
         """The next checkpoint instant not yet recorded."""
 
     def after(self, sim) -> None:
-        when = sim.next_time()
+        when = sim.peek()
         if when is None or when <= self._next:
             return
         at = _checkpoint_before(when)
@@ -138,7 +138,7 @@ class Watch:
         self.trace_index = 0
 
     def __call__(self) -> None:
-        when = self.sim.next_time()
+        when = self.sim.peek()
         if when is None or when <= self._next or self.comparisons >= MAX_COMPARISONS:
             return
         at = _checkpoint_before(when)

@@ -168,6 +168,8 @@ class SearchOracle(Oracle):
         """Past a leaf's last scripted choice: nominal answers, nothing observed."""
         self._quiet_at = len(self.script) if leaf and self.script else -1
         """The trail length at which the run goes ``quiet`` (-1: never)."""
+        self._ended = False
+        """The run's ``after_event`` ended it (``ended``)."""
         recording = record and leaf_children and timing is not None
         self.recorder = Recorder() if recording else None
         self.parent = reference if leaf else None
@@ -286,8 +288,29 @@ class SearchOracle(Oracle):
         """A timer withdrawn before it fired: in another timing it may fire, so the run's
         log keeps its instant as an event that conflicts with everything."""
         if self._log is not None:
-            at = sim.scheduled
-            self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
+            self._log_unknown(entry)
+
+    def _log_unknown(self, entry) -> None:
+        """Log ``entry`` as an instant that conflicts with everything: an event the run
+        never executed, so what it touches is unknown."""
+        at = self.sim.scheduled
+        self._log.add(LoggedStep(entry[0], entry[1], _EVERYTHING, at, at, None, (), {}, {}, ()))
+
+    def ended(self, sim) -> None:
+        """The run's ``after_event`` ended it after the step just run (a scenario stops
+        once its ranks are done), or the step ended it by raising (a program's job is
+        over: the runner's ``_JobOver``): that step commutes with nothing, since an
+        event that another order or timing puts after it never runs in that execution."""
+        if not self.quiet:
+            self._ended = True
+
+    def _left(self) -> list:
+        """What the run left on the heap, in heap order: withdrawn timers that never
+        reached the top and events that never ran, when its ``after_event`` ended the
+        run (a scenario stops once its ranks are done) or ``until`` did. An event that
+        never ran is logged with its instant only: what it touches is unknown."""
+        sim = self.sim
+        return sorted((*sim.pending(), *sim.pending_withdrawn()), key=lambda e: (e[0], e[1]))
 
     def after(self, sim) -> None:
         if self.quiet:
@@ -334,6 +357,20 @@ class SearchOracle(Oracle):
         values of each duration can reorder dependent events."""
         if self.quiet:
             return  # a leaf: its alternatives are never read
+        if self._ended and self._steps:
+            last = self._steps[-1]  # ``ended``: it commutes with nothing
+            last.fp = last.fp | _EVERYTHING
+            if self._log is not None:
+                index = self._log.by_seq.get(last.seq)
+                if index is None:  # it raised: ``after`` never logged it
+                    self._log_unknown((last.when, last.seq))
+                else:
+                    logged = self._log.steps[index]
+                    logged.fp = logged.fp | _EVERYTHING
+        if self._log is not None:
+            # what the run left may run (or fire) before its end in another timing
+            for entry in self._left():
+                self._log_unknown(entry)
         self._close_instant()
         if self._log is None:
             return

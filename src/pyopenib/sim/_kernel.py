@@ -15,14 +15,18 @@ Semantics (what the rest of the project may rely on):
   ``until``), ``max_events`` callbacks ran, or ``after_event()``, called after every
   callback that ran, returns True. It returns the number of callbacks executed; a
   withdrawn timer is not one (``events_run`` counts only callbacks that ran, and
-  ``timers_withdrawn`` the rest). ``after_event`` is what a checker needs to test a
+  ``timers_withdrawn`` the withdrawn timers a loop popped). ``after_event`` is what a checker needs to test a
   property between every two events without re-entering ``run`` for each (one
   ``run(max_events=1)`` per event cost more than the events themselves).
 * Processes are greenlets (``spawn``): rank programs and test drivers written as blocking
   code. Inside one, ``sleep(d)`` and ``wait(event)`` block; hardware uses plain callbacks.
 * An exception raised by a callback or a process propagates out of ``run``.
 * A cancelled ``timer`` neither runs nor moves the clock: ``now`` after a run is the time
-  of the last callback that really ran (or ``until``).
+  of the last callback that really ran (or ``until``). It leaves the heap in one place
+  only: the loop that runs events pops it when it reaches the top, and an explorer's
+  loop tells its observer (``sim/ties.py``: in another timing the timer may fire, so a
+  search must see its instant). ``peek`` is a query and removes nothing: a hook that
+  asks it after every event would otherwise pop the withdrawn timers first, unseen.
 * ``sleep(d)`` of a process whose wake-up would be the very next event (nothing pending
   is due at or before ``now + d``, and ``run``'s ``until`` is not before it) advances the
   clock in place instead of switching to the loop and back: a *folded sleep*. The loop
@@ -62,8 +66,9 @@ class Timer:
     """A cancellable callback (``Simulator.timer``): the heap entry calls it, it calls ``fn``.
 
     Plain ``schedule`` entries are bare tuples, the cheapest thing heapq can hold; only the
-    few callbacks that may be withdrawn (retransmission, RNR and connection timers) pay for
-    this object.
+    few callbacks that may be withdrawn pay for this object: a rank thread's timed wait
+    (``mpi/coop_threading``). The device models withdraw nothing: their RNR and
+    transport timers are plain entries that find out at expiry whether they still matter.
     """
 
     __slots__ = ("when", "fn", "args", "cancelled")
@@ -201,25 +206,18 @@ class Simulator:
         return timer
 
     def peek(self) -> int | None:
-        """Time of the next pending event, or None when nothing is scheduled."""
-        heap = self._heap
-        while heap and type(heap[0][2]) is Timer and heap[0][2].cancelled:
-            heappop(heap)
-            self.timers_withdrawn += 1
-        return heap[0][0] if heap else None
-
-    def next_time(self) -> int | None:
-        """Time of the next callback that will run (None: nothing will), without taking
-        withdrawn timers off the heap as ``peek`` does: what an observer of a run may
-        ask between two events without changing what the loop sees."""
+        """Time of the next callback that will run (withdrawn timers left out), or None
+        when nothing will. A query: it pops nothing (module docstring), so an observer
+        may ask it between two events without changing what the loop sees (a search's
+        checkpoints, ``check/convergence.py``)."""
         heap = self._heap
         if not heap:
             return None
-        top = heap[0][2]
-        if top.__class__ is not Timer or not top.cancelled:
-            return heap[0][0]
-        live = [e[0] for e in heap if e[2].__class__ is not Timer or not e[2].cancelled]
-        return min(live) if live else None
+        top = heap[0]
+        fn = top[2]
+        if fn.__class__ is not Timer or not fn.cancelled:
+            return top[0]
+        return _first_live(heap)
 
     def run(self, until: int | None = None, max_events: int | None = None, after_event=None) -> int:
         """Execute events; see the module docstring. Returns the callbacks executed."""
@@ -421,6 +419,16 @@ class Simulator:
             if fn.__class__ is not Timer or not fn.cancelled:
                 yield entry
 
+    def pending_withdrawn(self):
+        """The withdrawn timers still on the heap, ``(when, seq, fn, args)`` in no
+        particular order: what ``pending`` leaves out, and what a run ended by its
+        ``after_event`` before they reached the top never popped. An explorer logs them
+        with the rest of what the run left undone: in another timing they may fire."""
+        for entry in self._heap:
+            fn = entry[2]
+            if fn.__class__ is Timer and fn.cancelled:
+                yield entry
+
     def blocked_processes(self) -> list[Process]:
         """Processes that are alive and waiting (used for deadlock reports)."""
         return [p for p in self._processes if not p.triggered and not p._greenlet.dead]
@@ -477,6 +485,26 @@ class Simulator:
             self.duration = _duration_for(oracle.branching, oracle.duration)
         else:
             self.__dict__.pop("duration", None)
+
+
+def _first_live(heap: list) -> int | None:
+    """The time of the earliest entry of ``heap`` that is not a withdrawn timer, without
+    changing the heap: a heap's entry precedes its subtree, so that entry is a live one
+    all of whose ancestors are withdrawn; only the withdrawn top of the tree is walked."""
+    best = None
+    todo = [0]
+    size = len(heap)
+    while todo:
+        i = todo.pop()
+        entry = heap[i]
+        if best is not None and entry[:2] >= best:
+            continue  # nothing below it comes earlier
+        fn = entry[2]
+        if fn.__class__ is Timer and fn.cancelled:
+            todo.extend(c for c in (2 * i + 1, 2 * i + 2) if c < size)
+        else:
+            best = entry[:2]
+    return None if best is None else best[0]
 
 
 def _nominal_duration(label: str, lo: int, nominal: int, hi: int) -> int:

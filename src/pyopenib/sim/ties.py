@@ -19,8 +19,11 @@ for a completion write) and the function itself otherwise. Layers above may pass
 one (``check`` names the QP of a NIC callback). ``observer``, when given, sees every step
 (``bind(sim)`` once, then ``before(sim, entry, obj, heads)`` and ``after(sim)`` around
 each callback; ``heads`` lists the ready heap entries when the step was a tie, else None;
-``withdrawn(sim, entry)`` for a withdrawn timer the loop drops unrun): what an explorer
-needs to compute which events raced.
+``withdrawn(sim, entry)`` for a withdrawn timer the loop drops unrun; ``ended(sim)`` when
+``after_event`` ended the run after the step just run, or the step ended it by raising,
+``after`` then never called for it): what an explorer needs to compute
+which events raced. The kernel pops withdrawn timers nowhere else (``peek`` is a query),
+so the observer sees every one the run passes.
 """
 
 from __future__ import annotations
@@ -112,11 +115,17 @@ class TieControl:
             sim.now = when
             if observer is not None:
                 observer.before(sim, chosen, objects[pick], heads if len(heads) > 1 else None)
-                chosen[2](*chosen[3])
+                try:
+                    chosen[2](*chosen[3])
+                except BaseException:
+                    observer.ended(sim)  # the step ended the run by raising out of it
+                    raise
                 observer.after(sim)
             else:
                 chosen[2](*chosen[3])
             if after_event is not None and after_event():
+                if observer is not None:
+                    observer.ended(sim)
                 break
             if sim.ties is not self:
                 return left
