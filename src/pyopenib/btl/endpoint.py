@@ -172,6 +172,25 @@ class PerPeerQp(_EndpointQp):
 
     per_peer = True
 
+    CONSERVED = frozenset(
+        {
+            "index",
+            "spec",
+            "sd_credits",
+            "rd_posted",
+            "rd_credits",
+            "cm_received",
+            "data_sent",
+            "data_received",
+            "credits_sent",
+            "credits_received",
+            "cm_msgs_sent",
+            "cm_msgs_received",
+        }
+    )
+    """The fields ``check_conservation`` reads, on either side of a pair: what an audit
+    must watch (``btl/credit_audit.py``); a write to any other field cannot break it."""
+
     def __init__(self, index: int, spec):
         super().__init__(index, spec, spec.rd_num)
         self.no_credits_pending = NO_PENDING
