@@ -126,3 +126,20 @@ def test_plain_jobs_build_plain_endpoints_and_audited_jobs_audited_ones():
     audit.changed = False
     ep.state = ep.state
     assert audit.changed
+
+
+def test_the_audit_watches_every_field_the_conservation_check_reads():
+    """A P queue state marks the audit only for the fields of ``PerPeerQp.CONSERVED``:
+    the check reads no other field of either side."""
+    fields = {name for cls in PerPeerQp.__mro__ for name in getattr(cls, "__slots__", ())}
+    read = set(PerPeerQp.check_conservation.__code__.co_names) & fields
+    assert read == PerPeerQp.CONSERVED
+    audit = CreditAudit()
+    qp = AuditedPerPeerQp(
+        0, build_job_btls(Simulator(), 2, "chelsio-t3", load_mca())[0].queues[0], audit
+    )
+    audit.changed = False
+    qp.sd_wqe -= 1  # a WQE counter: no conserved count moved
+    assert not audit.changed
+    qp.rd_posted += 1
+    assert audit.changed

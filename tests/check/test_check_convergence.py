@@ -45,7 +45,7 @@ def test_rejoining_changes_no_search_result(monkeypatch, policy, iterations, tim
     rejoining, forked or re-executed; with ``smallest`` the nominal run fails, and the
     leaves that rejoin it fail with its outcome."""
     if forked:
-        monkeypatch.setattr(executions, "FORK_PAYS_S", 0.0)
+        monkeypatch.setattr(executions, "fork_from", lambda skipped, fork, execution: 0)
     else:
         monkeypatch.setattr(executions, "fork_unavailable", lambda: "re-executed in this test")
     run = t3_bibw(iterations, policy=policy)

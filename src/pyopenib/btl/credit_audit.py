@@ -10,9 +10,12 @@ after every event costed a third of an execution under ``check``, although most 
 
 So the objects the check reads say when they change: with a ``CreditAudit`` given to the
 job (``build_job_btls(audit_credits=True)``), every endpoint is an ``AuditedEndpoint``
-and every P queue state an ``AuditedPerPeerQp``, and any write to one of them (a counter,
-an endpoint's state, a new endpoint: its construction writes) marks the audit
-``changed``. ``CreditAudit.check`` then runs ``OpenibModule.assert_conservation`` over
+and every P queue state an ``AuditedPerPeerQp``, and a write to what the check reads
+marks the audit ``changed``: any write to an endpoint (its state, a new endpoint: its
+construction writes), and to a P queue state a write to one of the fields
+``PerPeerQp.check_conservation`` reads (``PerPeerQp.CONSERVED``; the WQE counters,
+pending lists and credit-message bookkeeping are most of a run's writes and none of
+them moves a conserved count). ``CreditAudit.check`` then runs ``OpenibModule.assert_conservation`` over
 every ordered pair, exactly as before, after an event that marked it, and does nothing
 after one that did not: what the check reads is then what it read after the previous
 event, when it passed. A violation is reported at the same event, by the same pair, with
@@ -28,6 +31,7 @@ from .endpoint import Endpoint, PerPeerQp, SharedRqQp
 __all__ = ["AuditedEndpoint", "AuditedPerPeerQp", "CreditAudit"]
 
 _set = object.__setattr__
+_CONSERVED = PerPeerQp.CONSERVED
 
 
 class CreditAudit:
@@ -76,7 +80,8 @@ class AuditedEndpoint(Endpoint):
 
 
 class AuditedPerPeerQp(PerPeerQp):
-    """A ``PerPeerQp`` whose every write marks ``audit`` changed."""
+    """A ``PerPeerQp`` whose writes to the fields the conservation check reads mark
+    ``audit`` changed."""
 
     __slots__ = ("audit",)
 
@@ -86,4 +91,5 @@ class AuditedPerPeerQp(PerPeerQp):
 
     def __setattr__(self, name: str, value) -> None:
         _set(self, name, value)
-        self.audit.changed = True
+        if name in _CONSERVED:
+            self.audit.changed = True

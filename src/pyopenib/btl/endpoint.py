@@ -43,6 +43,11 @@ class EndpointState(StrEnum):
     """A fatal completion or async event: nothing more goes through this endpoint."""
 
 
+_CONNECTED = EndpointState.CONNECTED
+"""As a constant: an enum member read from its class costs a class-attribute lookup, and
+the invariant checks compare a state with it after every progress and every audited event
+(``hw.qp._SUCCESS`` says why)."""
+
 NO_PENDING: tuple = ((), ())
 """A pending pair nothing has waited on yet. Empty tuples read like empty deques (falsy,
 ``len`` 0, nothing to iterate), so the drains need no special case; the first fragment
@@ -166,6 +171,25 @@ class PerPeerQp(_EndpointQp):
     )
 
     per_peer = True
+
+    CONSERVED = frozenset(
+        {
+            "index",
+            "spec",
+            "sd_credits",
+            "rd_posted",
+            "rd_credits",
+            "cm_received",
+            "data_sent",
+            "data_received",
+            "credits_sent",
+            "credits_received",
+            "cm_msgs_sent",
+            "cm_msgs_received",
+        }
+    )
+    """The fields ``check_conservation`` reads, on either side of a pair: what an audit
+    must watch (``btl/credit_audit.py``); a write to any other field cannot break it."""
 
     def __init__(self, index: int, spec):
         super().__init__(index, spec, spec.rd_num)
@@ -611,7 +635,7 @@ class Endpoint:
 
     def check(self) -> None:
         """The per-QP invariants of a connected endpoint (``InvariantViolation``)."""
-        if self.state != EndpointState.CONNECTED:
+        if self.state != _CONNECTED:
             return
         for s in self.qps:
             s.check(self.rank, self.peer, self.eager_remote)
@@ -619,7 +643,7 @@ class Endpoint:
     def check_conservation(self, peer_ep: Endpoint) -> None:
         """Credits conserved on every P queue from me to the peer (``peer_ep`` its
         endpoint toward me); nothing to check until both sides are connected."""
-        if self.state != EndpointState.CONNECTED or peer_ep.state != EndpointState.CONNECTED:
+        if self.state != _CONNECTED or peer_ep.state != _CONNECTED:
             return
         for mine, theirs in zip(self.qps, peer_ep.qps, strict=True):
             theirs.check_conservation(mine, self.rank, self.peer)

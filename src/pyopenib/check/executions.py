@@ -1,27 +1,47 @@
 """Running one level of an exhaustive search: each execution forked from its parent's run
-where this process may fork (``check/forking.py``), re-executed from the start otherwise.
+where this process may fork (``check/forking.py``) and where that costs less than running it
+again from the start, re-executed from the start otherwise.
 
 A level lists executions as their deviations from nominal timing, children of one parent
 side by side (the breadth-first searches of ``explore.py`` and ``search.py`` build them so).
 ``run_level`` hands back ``(deviations, result)`` pairs in level order either way, so a search's
-counts, verdict and counterexample do not depend on how its executions ran: with fork, the
-last two children of a parent run from the start and, if their cost says forking pays
-(``fork_pays``), the parent execution runs once more and forks every other child at its
-deviating choice point; without (a run not ``forkable``, ``--dask``, no ``os.fork``,
-threads running, or executions too cheap for forking to pay) the children run from the
-start on the workers, in ordered batches, as before prefix sharing existed.
+counts, verdict and counterexample do not depend on how its executions ran.
+
+Where a child runs is a measured decision. A child forked at its deviating choice point j
+skips the prefix of the run up to j, and costs a fork instead: the fork call, the child's
+copies of every page it writes, its exit (``ForkCost``). The last two children of a parent
+run from the start first, with a clock at every choice point they meet (``ClockedOracle``):
+that says what each prefix costs. The children whose prefix costs more than a fork are
+forked from one more run of the parent, if what they save pays for that run; the others run
+from the start, first (their prefixes are the shorter ones, so the level order is kept).
+Without fork (a run not ``forkable``, ``--dask``, no ``os.fork``, threads running) the
+children run from the start on the workers, in ordered batches, as before prefix sharing
+existed.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import deque
 from dataclasses import dataclass
 from itertools import groupby
+from statistics import median
+from time import process_time
 
-from .forking import ForkingOracle, PrefixForks, fork_unavailable, run_forked
+from .forking import ForkingOracle, PrefixForks, empty_fork_cost, fork_unavailable, run_forked
 from .monitor import Monitor
 from .search import SearchOracle, batch_size, run_steered, script_of
 
-__all__ = ["FORK_PAYS_S", "Steering", "execute", "fork_pays", "forks_here", "run_level"]
+__all__ = [
+    "FORK_COST",
+    "ClockedOracle",
+    "ForkCost",
+    "Steering",
+    "execute",
+    "fork_from",
+    "forks_here",
+    "run_level",
+]
 
 
 @dataclass(frozen=True)
@@ -45,14 +65,56 @@ def execute(task):
     return steering.keep(oracle, ok, outcome)
 
 
-FORK_PAYS_S = 0.025
-"""CPU seconds the last children of a parent must cost for forking their siblings to
-pay. A forked child costs ~10-12 ms more than the part of the run it executes (its
-parent's page tables, and ~1,500 copy-on-write faults as it touches a CPython heap) and
-skips on average half of the prefix the last children run: at 40 fragments a lo/hi
-execution costs ~17 ms and running the siblings again from the start is cheaper; a
-bounds child observed up to its last choice point ~30 ms, and forking is
-(docs/PERFORMANCE.md)."""
+class ClockedOracle(SearchOracle):
+    """A ``SearchOracle`` that notes the CPU time (``process_time``) at which the run
+    reaches each branching choice point it records (``reached[i]``: choice #i)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reached: list[float] = []
+
+    def choose(self, label: str, n: int) -> int:
+        if len(self.reached) == len(self.trail) and self._branches(label) and not self.quiet:
+            self.reached.append(process_time())
+        return super().choose(label, n)
+
+
+class ForkCost:
+    """What a forked child costs this process beyond the part of the run it executes, in
+    CPU seconds: its fork call, the pages it copies as it writes to the parent's heap,
+    its exit. Measured on the children forked so far (``record``): a child's CPU less
+    what its part of the run costs from the start (the clocked run's whole cost less its
+    prefix); the median of the last ``SAMPLES`` (one child may meet a garbage collection).
+    It is a property of this process (its heap, the machine), so one object serves every
+    search the process runs. ``empty_fork() -> float`` measures a fork whose child exits
+    at once (``forking.empty_fork_cost``)."""
+
+    SAMPLES = 64
+
+    def __init__(self, empty_fork=empty_fork_cost):
+        self._samples: deque[float] = deque(maxlen=self.SAMPLES)
+        self._empty_fork = empty_fork
+        self._empty: float | None = None
+
+    def estimate(self, execution: float) -> float:
+        """The cost of a fork, for executions that cost ``execution`` from the start: the
+        median measured; before any child was measured, at least an empty fork (measured
+        once) and at least half an execution (past half of the run, a child skips more
+        than it runs)."""
+        if self._samples:
+            return median(self._samples)
+        if self._empty is None:
+            self._empty = self._empty_fork()
+        return max(self._empty, execution / 2)
+
+    def record(self, child: float, suffix: float) -> None:
+        """A forked child cost ``child`` CPU seconds where running its part of the run
+        costs ``suffix``."""
+        self._samples.append(child - suffix)
+
+
+FORK_COST = ForkCost()
+"""This process's measured fork cost."""
 
 
 def forks_here(steering: Steering, workers) -> bool:
@@ -65,15 +127,6 @@ def forks_here(steering: Steering, workers) -> bool:
         and workers.dask is None
         and fork_unavailable() is None
     )
-
-
-def fork_pays(costs: list) -> bool:
-    """Whether forking the siblings of executions that cost ``costs`` CPU seconds (None:
-    the run does not say) costs less than running them again: the cheapest cost more than
-    ``FORK_PAYS_S`` (the cheapest: a garbage collection may land in any one run). Either
-    way the results are the same; only their cost differs."""
-    known = [c for c in costs if c is not None]
-    return not known or min(known) > FORK_PAYS_S
 
 
 def run_level(
@@ -97,34 +150,84 @@ def run_level(
         if group == [()]:  # the first execution has no parent to fork from
             yield from _reexecuted(steering, group, workers)
             continue
-        # The last two children run from the start first: their prefix is nearly the
-        # parent's whole run as the children see it, so what they cost
-        # (``execution_cpu``, when the run reports it) says whether forking their
-        # siblings pays; their results are handed back last, in level order.
-        last, costs = [], []
+        # The last two children run from the start first, clocked: their prefixes are
+        # nearly the parent's whole run as the children see it, so they say what every
+        # sibling's prefix costs; their results are handed back last, in level order.
+        # (They run to their end, never rejoining the parent: their cost is the run's.)
+        last, clocks, costs = [], [], []
         for devs in group[-2:]:
-            last += _reexecuted(steering, [devs], workers, reference)
-            costs.append(getattr(steering.run, "execution_cpu", None))
-        group = group[:-2]
-        if group and not fork_pays(costs):
-            yield from _reexecuted(steering, group, workers, reference)
-        elif group:
             if monitor is not None:
                 monitor.check_budget()
-            results = _forked(
-                steering, parent, group, workers.jobs, stop_at_first, monitor, reference
+            result, reached, cost = _clocked(steering, devs)
+            if monitor is not None:
+                monitor.count([result])
+            last.append((devs, result))
+            clocks.append(reached)
+            costs.append(cost)
+        group = group[:-2]
+        execution = min(costs)
+        prefix = _prefix_costs(clocks)
+        skipped = [prefix[devs[-1][0]] for devs in group]
+        first = fork_from(skipped, FORK_COST.estimate(execution), execution)
+        if first:
+            yield from _reexecuted(steering, group[:first], workers, reference)
+        forked = group[first:]
+        if forked:
+            if monitor is not None:
+                monitor.check_budget()
+            results, spent = _forked(
+                steering, parent, forked, workers.jobs, stop_at_first, monitor, reference
             )
-            yield list(zip(group, results, strict=False))  # fewer results: it stopped early
-            if len(results) < len(group):
+            for cost, skip in zip(spent, skipped[first:], strict=False):
+                FORK_COST.record(cost, execution - skip)
+            yield list(zip(forked, results, strict=False))  # fewer results: it stopped early
+            if len(results) < len(forked):
                 if monitor is not None:
                     monitor.check_budget()  # stopped by the time budget, not by a failure
                 return  # stopped at a failure: nothing after it is wanted
-        yield from last
+        yield last
 
 
-def _forked(steering, parent, group, jobs, stop_at_first, monitor, reference) -> list:
-    """The results of ``group`` (children of ``parent``) from one run of the parent;
-    ``reference``: the parent's checkpoints, which the children may rejoin."""
+def fork_from(skipped: list[float], fork: float, execution: float) -> int:
+    """Which of a parent's children to fork: from the returned index on (``len``: none).
+    ``skipped``: what each child's prefix costs, in level order (ascending, as the choice
+    index grows); ``fork``: what a fork costs; ``execution``: a whole run. A child is
+    worth forking when its prefix costs more than a fork, and all of them together must
+    also pay for the parent's run, one more execution."""
+    first = bisect_right(skipped, fork)
+    if sum(skipped[first:]) - fork * (len(skipped) - first) <= execution:
+        return len(skipped)
+    return first
+
+
+def _prefix_costs(clocks: list[list[float]]) -> list[float]:
+    """Per choice index, the CPU seconds from the start of a run to that choice point:
+    the least over the clocked runs that reached it (a collection or another process may
+    slow any one run)."""
+    prefix: list[float] = []
+    for reached in clocks:
+        for i, t in enumerate(reached):
+            if i < len(prefix):
+                prefix[i] = min(prefix[i], t)
+            else:
+                prefix.append(t)
+    return prefix
+
+
+def _clocked(steering: Steering, devs) -> tuple:
+    """One execution from the start in this process, clocked: (what the search keeps, the
+    CPU time at each choice point from the run's start, the run's CPU seconds)."""
+    start = process_time()
+    oracle = ClockedOracle(script_of(devs), *steering.oracle_args)
+    ok, outcome = steering.run(oracle)
+    result = steering.keep(oracle, ok, outcome)
+    return result, [t - start for t in oracle.reached], process_time() - start
+
+
+def _forked(steering, parent, group, jobs, stop_at_first, monitor, reference) -> tuple[list, list]:
+    """The results of ``group`` (children of ``parent``) from one run of the parent, and
+    what each child cost (``PrefixForks.costs``); ``reference``: the parent's checkpoints,
+    which the children may rejoin."""
 
     def wanted(result) -> bool:
         if monitor is not None:
@@ -135,7 +238,7 @@ def _forked(steering, parent, group, jobs, stop_at_first, monitor, reference) ->
 
     forks = PrefixForks([devs[-1] for devs in group], jobs, wanted)
     oracle = ForkingOracle(forks, script_of(parent), *steering.oracle_args, reference=reference)
-    return run_forked(steering.run, oracle, forks, steering.keep)
+    return run_forked(steering.run, oracle, forks, steering.keep), forks.costs
 
 
 def _reexecuted(steering, level, workers, reference=None):

@@ -58,9 +58,14 @@ def _deviations(trail) -> list[tuple[int, str, int]]:
     return [(i, c.label, c.chosen) for i, c in enumerate(trail) if c.chosen]
 
 
-def _kept(oracle, ok: bool, outcome: str) -> tuple[bool, str, list]:
-    """What the enumeration keeps of an execution: (ok, outcome, the branching points met)."""
-    return ok, outcome, oracle.trail
+def _kept(oracle, ok: bool, outcome: str) -> tuple[bool, str, int, list, list | None]:
+    """What the enumeration keeps of an execution: (ok, outcome, how many branching points
+    it met, its deviations, the branching points themselves). A leaf's children are never
+    run, so of its trail only the deviations are read (a counterexample names them): the
+    points are not kept, nor sent back from a forked child (unpickling a trail of several
+    hundred ``Choice`` records cost more than a millisecond an execution)."""
+    trail = oracle.trail
+    return ok, outcome, len(trail), _deviations(trail), None if oracle.leaf else trail
 
 
 def _execute_seed(task) -> tuple[bool, str]:
@@ -105,15 +110,13 @@ def explore_exhaustive(
         leaf = depth == max_deviations
         steering = Steering(run, (None, labels, True, Footprints, False, leaf), _kept)
         for batch in run_level(steering, level, workers, stop_at_first, max_executions - before):
-            for devs, (ok, outcome, trail) in batch:
+            for devs, (ok, outcome, met, deviations, trail) in batch:
                 executions += 1
                 if executions == 1:
-                    nominal_points = len(trail)
+                    nominal_points = met
                 if not ok:
                     if first_failure is None:
-                        first_failure = Execution(
-                            script_of(devs), False, outcome, _deviations(trail)
-                        )
+                        first_failure = Execution(script_of(devs), False, outcome, deviations)
                     if stop_at_first:
                         return result(False)
                 if len(devs) >= max_deviations:

@@ -16,7 +16,9 @@ Results come back in plan order whatever ``jobs`` is (at most ``jobs`` processes
 once, the parent counted), and ``on_result`` sees each one in that order: a search that
 stops at its first failure or at its time budget stops forking there, and children already
 forked past that point are killed. The CPU time of the children is the process's
-``RUSAGE_CHILDREN``.
+``RUSAGE_CHILDREN``; ``PrefixForks.costs`` says what each child cost (its own CPU and the
+parent's fork call), which is how a search learns what a fork costs here
+(``check/executions.py``).
 
 Fork is only safe where this process is single-threaded: a child of a threaded process
 holds copies of other threads' locks in whatever state they were. ``fork_unavailable``
@@ -41,10 +43,11 @@ import threading
 import traceback
 from collections import deque
 from os import _exit  # the documented way out of a forked child: no cleanup, no atexit
+from time import process_time
 
 from .search import SearchOracle, run_steered
 
-__all__ = ["ForkingOracle", "PrefixForks", "fork_unavailable", "run_forked"]
+__all__ = ["ForkingOracle", "PrefixForks", "empty_fork_cost", "fork_unavailable", "run_forked"]
 
 
 def fork_unavailable() -> str | None:
@@ -55,6 +58,19 @@ def fork_unavailable() -> str | None:
     if threads > 1:
         return f"{threads} threads are running (a forked child would inherit their locks)"
     return None
+
+
+def empty_fork_cost() -> float:
+    """CPU seconds of forking a child that exits at once: the parent's fork call (it
+    copies the page tables) and the child's start and exit. A forked execution costs
+    that and more (the pages it copies as it runs)."""
+    start = process_time()
+    pid = os.fork()
+    if pid == 0:
+        _exit(0)
+    forking = process_time() - start
+    _, _, usage = os.wait4(pid, 0)
+    return forking + usage.ru_utime + usage.ru_stime
 
 
 class ChildLost(RuntimeError):
@@ -80,9 +96,13 @@ class PrefixForks:
         self.jobs = max(1, jobs)
         self.on_result = on_result
         self._answers: list[bytes] = []  # each child's pickled ("result", value)
+        self.costs: list[float] = []
+        """CPU seconds of each child collected, in plan order: its own, user and system
+        (the pages it copies included), and the parent's fork call."""
         self.child: tuple[int, int] | None = None
         """In a forked child: the (choice index, option) it took; None in the parent."""
-        self._running: deque[tuple[int, int]] = deque()  # (pid, read end), oldest first
+        self._running: deque[tuple[int, int, float]] = deque()
+        """(pid, read end, CPU of the fork call), oldest first."""
         self._stopped = False
         self._error: BaseException | None = None
         self._out = -1
@@ -106,24 +126,25 @@ class PrefixForks:
             # collection touches every object, and each page it touches is then copied
             # (the parent's next collection would copy its whole heap once per child).
             gc.freeze()
+            start = process_time()
             pid = os.fork()
             if pid == 0:
                 os.close(read)
                 self._become_child(write, index, option)
                 return option
             os.close(write)
-            self._running.append((pid, read))
+            self._running.append((pid, read, process_time() - start))
         while len(self._running) > self.jobs - 1 and not self._stopped:
             self._collect_oldest()  # the parent computes again: one process fewer
         return None
 
     def _collect_oldest(self) -> None:
-        pid, read = self._running.popleft()
+        pid, read, forking = self._running.popleft()
         chunks = []
         while chunk := os.read(read, 1 << 16):
             chunks.append(chunk)
         os.close(read)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         data = b"".join(chunks)
         try:
             kind, value = pickle.loads(data)
@@ -138,6 +159,7 @@ class PrefixForks:
         # objects spread over the parent's heap would make every later child copy the
         # pages its own allocations land in (2 to 8 times the faults of a child)
         self._answers.append(data)
+        self.costs.append(usage.ru_utime + usage.ru_stime + forking)
         if self.on_result is not None and not self.on_result(value):
             self._stop()
 
@@ -148,7 +170,7 @@ class PrefixForks:
         self._options.clear()
         gc.unfreeze()
         while self._running:
-            pid, read = self._running.pop()
+            pid, read, _ = self._running.pop()
             os.kill(pid, signal.SIGKILL)
             os.close(read)
             os.waitpid(pid, 0)
@@ -182,7 +204,7 @@ class PrefixForks:
         # run returns) would write to every page of it, each a copy: held from here, the
         # callers' frames keep it alive until the end (a copy per page it *uses* only).
         self._held = sys._getframe()
-        for _, read in self._running:  # the siblings' pipes are the parent's
+        for _, read, _ in self._running:  # the siblings' pipes are the parent's
             os.close(read)
         self._running.clear()
         self._options.clear()

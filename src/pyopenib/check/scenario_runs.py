@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from ..apps.scenarios import run_scenario
@@ -58,17 +57,9 @@ class ScenarioRun:
     def __init__(self, name: str, kwargs: dict):
         self.name = name
         self.kwargs = kwargs
-        self.execution_cpu: float | None = None
-        """CPU seconds of this process's last execution (None before one): whether a
-        search forks the children of an execution or runs them again from the start
-        (``check.executions.forks_here``)."""
 
     def __call__(self, oracle) -> tuple[bool, str]:
-        start = time.process_time()
-        try:
-            out = self.execute(oracle)
-        finally:
-            self.execution_cpu = time.process_time() - start
+        out = self.execute(oracle)
         return out.ok, out.text
 
     def execute(self, oracle, trace=None) -> Outcome:

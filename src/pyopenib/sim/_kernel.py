@@ -531,7 +531,10 @@ def make_simulator(seed: int = 0, randomize: bool = False, tracer: Tracer | None
 
 # CPython 3.11 specialises (quickens) a function's bytecode only from its 8th call on, and a
 # simulation calls run() once: without these calls its hot loop would run generic bytecode
-# for the whole simulation. Harmless on later versions.
+# for the whole simulation. The same for the watched loop of a checker's runs: a search
+# forks most of its executions from a parent that ran a handful of runs, and every child
+# would run its events through generic bytecode. Harmless on later versions.
 for _ in range(8):
     Simulator().run()
+    Simulator().run(after_event=bool)
 del _
