@@ -7,7 +7,8 @@ from click.testing import CliRunner
 from greenlet import greenlet
 from hypothesis import given, settings
 from model_runs import t3_bibw
-from toy_models import models, orders, search_untimed
+import pytest
+from toy_models import StoppingToyRun, models, orders, search_untimed
 
 from pyopenib.check.channels import channel_name, channel_of, is_timeout
 from pyopenib.check.fingerprint import state_fingerprint
@@ -29,6 +30,23 @@ def test_reduced_search_reaches_every_final_state_full_enumeration_reaches(model
     assert res_full.executions == orders(model)
     assert reduced == full
     assert res_red.executions <= res_full.executions
+
+
+@pytest.mark.parametrize("ending", ["hook", "raise"])
+@settings(max_examples=150, deadline=None)
+@given(models(max_steps=3, max_total=6))
+def test_a_run_that_ends_with_events_pending_loses_no_final_state(ending, model):
+    """A run that ends right after worker 0's last step (``StoppingToyRun``: a scenario
+    stops once its ranks are done, a program's job by raising) leaves events unrun: the
+    step that ends it commutes with nothing, so the reduced search also runs each of
+    them before it, as the enumeration of every order does."""
+
+    def run(m):
+        return StoppingToyRun(m, 3, ending)
+
+    full, _ = search_untimed(model, run=run, reduce=False)
+    reduced, _ = search_untimed(model, run=run, reduce=True)
+    assert reduced == full
 
 
 def test_independent_channels_need_one_execution():
@@ -89,7 +107,11 @@ def test_a_cut_untimed_search_is_incomplete_with_its_counts_never_proved():
     argv = ["check", "bibw", "--credits-qp", "own", "--iterations", 1]
     r = _invoke(*argv, "--timing", "untimed", "--exhaustive", "--max-executions", 3)
     assert r.exit_code == 2, r.output
-    assert "INCOMPLETE (--max-executions 3 reached): 3 executions" in r.output
+    # the budget counts the executions run to their end and those stopped asleep
+    assert (
+        "INCOMPLETE (--max-executions 3 reached): 2 executions (one per equivalence class), "
+        "1 stopped where every enabled event was asleep" in r.output
+    )
     assert "PROVED" not in r.output
 
 

@@ -142,6 +142,58 @@ class StaggeredToyRun(ToyRun):
         return 10 * k + name
 
 
+class StoppingToyRun(StaggeredToyRun):
+    """``StaggeredToyRun`` that ends the run, as a scenario does once its ranks are done,
+    right after worker 0's last step (``ending="hook"``: its ``after_event`` says so) or
+    by that step raising out of the run (``ending="raise"``: a program's job is over),
+    whatever is still pending: the final state is the registers then. A search must run
+    each pending event before that step too, or lose the states in which it ran."""
+
+    def __init__(self, model, nregs=3, ending="hook"):
+        super().__init__(model, nregs)
+        self.ending = ending
+
+    def __call__(self, oracle):
+        sim = Simulator(oracle=oracle)
+        regs = [0] * self.nregs
+        for name, spec in enumerate(self.model):
+            self.start(sim, name, spec, regs)
+        first = self.first
+        try:
+            sim.run(after_event=lambda: self.ending == "hook" and first.finished)
+        except JobOver:
+            pass
+        self.outcomes.add(tuple(regs))
+        return True, repr(regs)
+
+    def start(self, sim, name, steps, regs):
+        worker = StoppingWorker(name, steps, regs, sim, self.spawn_delay, self.ending)
+        if name == 0:
+            self.first = worker
+        for k in range(len(steps)):
+            sim.schedule(self.instant(name, k), worker.step, k)
+
+
+class JobOver(Exception):
+    """Raised by worker 0's last step of a ``StoppingToyRun(ending="raise")``."""
+
+
+class StoppingWorker(Worker):
+    """A worker that marks its last step (``finished``); worker 0 of a run that ends by
+    raising raises there, after its update."""
+
+    def __init__(self, name, steps, regs, sim, spawn_delay, ending):
+        super().__init__(name, steps, regs, sim, spawn_delay)
+        self.ending = ending
+        self.finished = False
+
+    def step(self, k):
+        super().step(k)
+        self.finished = k + 1 == len(self.steps)
+        if self.finished and self.name == 0 and self.ending == "raise":
+            raise JobOver
+
+
 class TimedToyRun(ToyRun):
     """A model of ``(start, steps)`` per worker, its steps chained by durations
     (``TimedWorker``), the first at ``start``."""

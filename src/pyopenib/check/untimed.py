@@ -316,6 +316,18 @@ class UntimedOracle(Oracle):
             self._sleep = {s: z for s, z in frame.asleep.items() if not _conflict(z, taken)}
             self._learnt = {s for s in learnt if s in self._sleep}
 
+    def ended(self, sim) -> None:
+        """The step just run ended the run (the run's ``after_event`` said so: a scenario
+        stops once its ranks are done; or it raised: a program's job is over) with
+        events still pending, which no order of this path runs. That step commutes with
+        nothing: in another order a pending event runs before it. So its footprint is
+        everything (the races it forms with earlier steps are reversed, and as an
+        explored sibling it sleeps only until the next step), and its state explores
+        every enabled event (each one run before the end)."""
+        frame = self.frames[-1]
+        frame.fps[frame.chosen] = {ANY}
+        frame.backtrack.update(range(len(frame.seqs)))
+
     # -- the scheduler's choice ---------------------------------------------------------
     def _pick(self, sim, entries, channels) -> int:
         k = len(self.frames)
@@ -491,8 +503,9 @@ def explore_untimed(
             nxt = frame.next_awake() if frame.chosen >= 0 else None
             if nxt is not None:
                 frame.done.append(frame.chosen)
-                if frame.names[frame.chosen].__class__ is greenlet:  # it sleeps as it ran
-                    frame.learnt[frame.seqs[frame.chosen]] = frame.fps[frame.chosen]
+                taken = frame.fps[frame.chosen]
+                if frame.names[frame.chosen].__class__ is greenlet or ANY in taken:
+                    frame.learnt[frame.seqs[frame.chosen]] = taken  # it sleeps as it ran
                 frame.chosen = nxt
                 break
             frames.pop()

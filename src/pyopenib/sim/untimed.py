@@ -76,7 +76,10 @@ class UntimedControl:
     returns the index of the enabled entry to run (called at every step, also with one
     entry: a search may have that one asleep); ``channel_of(fn, args)`` names an event's
     channel, ``is_timeout(fn, args)`` says whether it waits for quiescence; ``observer``
-    (optional) gets ``before(sim, entry, channel)`` and ``after(sim)`` around a step."""
+    (optional) gets ``before(sim, entry, channel)`` and ``after(sim)`` around a step, and
+    ``ended(sim)`` when ``after_event`` ended the run after the step just run or the step
+    ended it by raising (``after`` then never called for it): a search must know which
+    step left the pending events unrun."""
 
     def __init__(self, picker, channel_of=receiver_of, is_timeout=_is_timer, observer=None):
         self.picker = picker
@@ -124,11 +127,17 @@ class UntimedControl:
             sim.now = chosen[0]
             if observer is not None:
                 observer.before(sim, chosen, channels[pick])
-                chosen[2](*chosen[3])
+                try:
+                    chosen[2](*chosen[3])
+                except BaseException:
+                    observer.ended(sim)  # the step ended the run by raising out of it
+                    raise
                 observer.after(sim)
             else:
                 chosen[2](*chosen[3])
             if after_event is not None and after_event():
+                if observer is not None:
+                    observer.ended(sim)
                 break
         if until is not None and not heap:
             sim.now = max(sim.now, until)
