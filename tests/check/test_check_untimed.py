@@ -3,11 +3,11 @@ Mazurkiewicz class once (property test against unreduced enumeration on toy mode
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 from greenlet import greenlet
 from hypothesis import given, settings
 from model_runs import t3_bibw
-import pytest
 from toy_models import StoppingToyRun, models, orders, search_untimed
 
 from pyopenib.check.channels import channel_name, channel_of, is_timeout
