@@ -167,10 +167,9 @@ def test_forked_scenario_searches_equal_reexecuted_ones(monkeypatch):
     bounds = explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400)
     _reexecuted(monkeypatch)
     assert explore_exhaustive(run, RACE, 1) == lohi
-    again = explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400)
-    # how many leaves rejoin may differ (a forked child's state is compared with the
-    # parent's first run); nothing the search reports does
-    assert _rejoined_as(again, bounds) == bounds
+    # every count, the executions that rejoined their parent's run among them
+    assert explore(run, Timing.BOUNDS, 1, RACE | {TIE_LABEL}, 400) == bounds
+    assert bounds.rejoined > 0
     assert lohi.complete and lohi.executions > 50
     assert bounds.complete and bounds.executions > 10
 

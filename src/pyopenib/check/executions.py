@@ -129,6 +129,14 @@ def forks_here(steering: Steering, workers) -> bool:
     )
 
 
+CLOCKED = 2
+"""A parent's last children that run from the start, to their end, never rejoining it
+(``check/convergence.py``): where the search forks they are clocked (their cost is a
+whole run's, and their prefixes are nearly the parent's run, which prices every
+sibling's); elsewhere they run to their end all the same, so that how many executions
+rejoined, which the verdict prints, does not depend on whether the search forks."""
+
+
 def run_level(
     steering: Steering, level: list, workers, stop_at_first: bool, budget: int, references=None
 ):
@@ -141,7 +149,10 @@ def run_level(
     references = references or {}
     if not forks_here(steering, workers):
         for parent, group in groupby(level, key=lambda devs: devs[:-1]):
-            yield from _reexecuted(steering, list(group), workers, references.get(parent))
+            group = list(group)
+            first, last = group[:-CLOCKED], group[-CLOCKED:]
+            yield from _reexecuted(steering, first, workers, references.get(parent))
+            yield from _reexecuted(steering, last, workers)  # to their end, as when forking
         return
     monitor = workers if isinstance(workers, Monitor) else None
     for parent, group in groupby(level, key=lambda devs: devs[:-1]):
@@ -150,12 +161,11 @@ def run_level(
         if group == [()]:  # the first execution has no parent to fork from
             yield from _reexecuted(steering, group, workers)
             continue
-        # The last two children run from the start first, clocked: their prefixes are
+        # The last children run from the start first, clocked: their prefixes are
         # nearly the parent's whole run as the children see it, so they say what every
         # sibling's prefix costs; their results are handed back last, in level order.
-        # (They run to their end, never rejoining the parent: their cost is the run's.)
         last, clocks, costs = [], [], []
-        for devs in group[-2:]:
+        for devs in group[-CLOCKED:]:
             if monitor is not None:
                 monitor.check_budget()
             result, reached, cost = _clocked(steering, devs)
@@ -164,7 +174,7 @@ def run_level(
             last.append((devs, result))
             clocks.append(reached)
             costs.append(cost)
-        group = group[:-2]
+        group = group[:-CLOCKED]
         execution = min(costs)
         prefix = _prefix_costs(clocks)
         skipped = [prefix[devs[-1][0]] for devs in group]
