@@ -3,7 +3,10 @@ visited states with sleep sets reaching every final state full enumeration reach
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+from greenlet import getcurrent, greenlet
 from hypothesis import given, settings
 from model_runs import CHECK_QUEUES, t3_bibw
 from toy_models import Helper, StaggeredToyRun, Worker, models, no_timeouts, search_untimed
@@ -173,3 +176,37 @@ def test_every_object_of_a_long_bibw_run_is_declared():
         assert run(oracle)[0]
         runs.append(oracle.digests)
     assert len(runs[0]) == 3 and len(set(runs[0])) == 3
+
+
+_SWITCH_BACK = compile("main.switch()", "<program>", "exec")
+
+
+def _rank(main):
+    exec(_SWITCH_BACK, {"main": main})  # suspended inside a C call, as a program's rank is
+
+
+def _suspended_rank() -> greenlet:
+    g = greenlet(_rank)
+    g.switch(getcurrent())
+    return g
+
+
+def _position_of_rank(g):
+    frame = g.gr_frame
+    while frame.f_code is not _rank.__code__:
+        frame = frame.f_back
+    return frame.f_lasti, fingerprint._resume_point(frame.f_code, frame.f_lasti)
+
+
+def test_a_frame_suspended_in_a_c_call_has_one_position_cold_or_warm():
+    """CPython 3.11 reports a frame suspended inside a call of a C function at the call's
+    PRECALL once its code is specialised (warm), at its CALL before (cold): the first
+    execution of a search and its children would never match. The fingerprint writes one
+    position for both."""
+    cold = _position_of_rank(_suspended_rank())
+    for _ in range(50):  # warm _rank up: its PRECALL specialises for ``exec``
+        _suspended_rank().switch()
+    warm = _position_of_rank(_suspended_rank())
+    if sys.version_info[:2] == (3, 11):
+        assert cold[0] != warm[0]  # what the fingerprint must not see
+    assert cold[1] == warm[1]

@@ -39,6 +39,7 @@ a FIFO clamp (``CLAMPS``) at or before ``at`` as one token, and walks trace ids.
 
 from __future__ import annotations
 
+import dis
 import enum
 import hashlib
 import types
@@ -97,6 +98,31 @@ _KERNEL_FILE = Simulator.sleep.__code__.co_filename
 """Frames of the kernel (``sim/_kernel.py``: its blocking calls, ``sleep``, ``suspend``,
 ``wait`` and the like): their locals (the raw heap, the wake-up's time and issue number)
 are dead once the process resumes, which returns at once."""
+
+
+_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per code object: each ``PRECALL`` offset -> the offset of its ``CALL`` (weak: a
+program's code is compiled afresh for each execution)."""
+
+
+def _resume_point(code, lasti: int) -> int:
+    """A suspended frame's position, independent of how warm its code is. CPython 3.11's
+    specialising interpreter lets a ``PRECALL`` specialised for a C callable make the call
+    itself, skipping its ``CALL``: a frame suspended in that call (a greenlet switch
+    inside ``exec`` or ``switch``) reports the ``PRECALL``, where cold code reports the
+    ``CALL``. Both resume after the ``CALL``, so the ``PRECALL`` is written as its
+    ``CALL`` (the first execution of a search runs cold code, its children warm code)."""
+    calls = _CALLS.get(code)
+    if calls is None:
+        calls = _CALLS[code] = {}
+        precall = None
+        for ins in dis.get_instructions(code):
+            if ins.opname == "PRECALL":
+                precall = ins.offset
+            elif ins.opname == "CALL" and precall is not None:
+                calls[precall] = ins.offset
+                precall = None
+    return calls.get(lasti, lasti)
 
 
 class _Walker:
@@ -160,7 +186,7 @@ class _Walker:
         self.out.append(("fr", len(stack)))
         for f in reversed(stack):
             code = f.f_code
-            self.out.append((code.co_filename, code.co_qualname, f.f_lasti))
+            self.out.append((code.co_filename, code.co_qualname, _resume_point(code, f.f_lasti)))
             if code.co_filename == _KERNEL_FILE:
                 continue
             for name, value in f.f_locals.items():
