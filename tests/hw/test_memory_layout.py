@@ -10,7 +10,7 @@ from pyopenib.btl.endpoint import NO_PENDING, PerPeerQp
 from pyopenib.btl.frag import CHUNK_BYTES, FragBuffers
 from pyopenib.config.receive_queues import parse_receive_queues
 from pyopenib.hw.device_model import get_device_model
-from pyopenib.hw.qp import EMPTY, NEVER_LEAVING, HwQp
+from pyopenib.hw.qp import EMPTY, NEVER_LEAVING, HwQp, QpAttributes
 from pyopenib.sim import Simulator
 from pyopenib.verbs import (
     Access,
@@ -58,10 +58,11 @@ def test_a_split_device_shares_one_always_empty_leaving_list():
     split = _context("mellanox-hermon").nic
     shared = _context("chelsio-t3").nic
     assert split.model.work_queue == "split" and shared.model.work_queue == "shared"
-    a = HwQp(split, 1, None, None, None, 8)
-    b = HwQp(split, 2, None, None, None, 8)
+    attrs = QpAttributes(None, None, None, 8, 8, 0, None, 2048)
+    a = HwQp(split, 1, attrs)
+    b = HwQp(split, 2, attrs)
     assert a.wq.leaving is b.wq.leaving is NEVER_LEAVING and not a.wq.leaving
-    c = HwQp(shared, 3, None, None, None, 8)
+    c = HwQp(shared, 3, attrs)
     c.wq.leaving.append(7)
     assert list(c.wq.leaving) == [7] and c.wq.leaving is not NEVER_LEAVING
 

@@ -14,10 +14,10 @@ def test_a_destroyed_qp_is_forgotten_by_the_nic_and_refuses_every_verb():
     pair = Pair()
     qp = pair.qp[1]
     nic = pair.ctx[1].nic
-    assert nic.qps[qp.qp_num] is qp.hw
+    assert nic.qp(qp.qp_num) is qp.hw
     qp.modify(QpState.ERROR)
     qp.destroy()
-    assert qp.qp_num not in nic.qps
+    assert nic.qp(qp.qp_num) is None
     for call in (
         lambda: qp.post_recv(RecvWR(1, pair.sge(1, 0, 64))),
         lambda: qp.post_send(SendWR(2, WrOpcode.SEND, pair.sge(1, 0, 64), 0)),
@@ -37,5 +37,5 @@ def test_crossing_connection_requests_leave_only_the_live_qps_on_each_nic(device
     assert result.completed
     for module in result.modules:
         live = {qp.qp_num for ep in module.endpoints.values() for qp in ep.verbs_qps()}
-        assert set(module.context.nic.qps) == live
+        assert {qp.qpn for qp in module.context.nic.live_qps()} == live
         assert not module.connections.retired

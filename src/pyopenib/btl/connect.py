@@ -52,14 +52,13 @@ class ConnectionSetup:
             )
             qp.modify(QpState.INIT)
             qs.qp = qp
-            module.own_qp(qp.qp_num, ep, q)
+            module.own_qp(qp, ep, q)
         return [qs.qp.qp_num for qs in ep.qps]
 
     def _ready(self, ep: Endpoint, remote_lid: int, remote_qpns: list[int]) -> None:
         s = self.settings
         ep.remote_lid = remote_lid
         for qs, remote_qpn in zip(ep.qps, remote_qpns, strict=True):
-            qs.remote_qpn = remote_qpn
             qp = qs.qp
             qp.modify(
                 QpState.RTR,
@@ -131,7 +130,7 @@ class ConnectionSetup:
             qp = qs.qp
             if qp is None:
                 continue
-            self.module.disown_qp(qp.qp_num)
+            self.module.disown_qp(qp)
             qp.modify(QpState.ERROR)
             if self.uses_cts and qs.index == self.credits_qp_index:
                 self.retired[qp.qp_num] = qp

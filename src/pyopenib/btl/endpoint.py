@@ -72,7 +72,6 @@ class _EndpointQp:
         "index",
         "spec",
         "qp",
-        "remote_qpn",
         "sd_wqe",
         "sd_wqe_inflight",
         "wqe_count",
@@ -89,7 +88,6 @@ class _EndpointQp:
         self.index = index
         self.spec = spec
         self.qp = None  # the verbs QueuePair, once connection setup creates it
-        self.remote_qpn = 0
         self.sd_wqe = sd_wqe
         """Free send work-queue entries on the QP."""
         self.sd_wqe_inflight = 0

@@ -154,9 +154,6 @@ class OpenibModule(BtlModule):
         self.pd = context.alloc_pd()
         self.cq = context.create_cq(min(settings.cq_size, device.max_cqe))
         self.endpoints: dict[int, Endpoint] = {}
-        self._qp_owner: dict = {}
-        """qp_num -> the endpoint's state of that QP (``ep`` and ``index`` name the owner;
-        a (endpoint, index) tuple per QP was 64 bytes more per QP)."""
         self._callbacks: dict[int, object] = {}
         self._free: list[list[Frag]] = [[] for _ in self.queues]
         self._first_size = self.queues[0].size  # what fits queue 0 needs no search
@@ -392,16 +389,24 @@ class OpenibModule(BtlModule):
         srq = self.srqs[q]
         return srq.srq if srq is not None else None
 
-    def own_qp(self, qp_num: int, ep: Endpoint, q: int) -> None:
-        """Completions and async events naming ``qp_num`` are ``ep``'s, QP q."""
-        self._qp_owner[qp_num] = ep.qps[q]
+    def own_qp(self, qp, ep: Endpoint, q: int) -> None:
+        """Completions and async events naming verbs QP ``qp`` are ``ep``'s, QP q: its
+        ``qp_context`` says so (no table of our own: the NIC's QP table finds the QP)."""
+        qp.qp_context = ep.qps[q]
 
-    def disown_qp(self, qp_num: int) -> None:
-        self._qp_owner.pop(qp_num, None)
+    def disown_qp(self, qp) -> None:
+        qp.qp_context = None
 
     def _owner(self, qp_num: int) -> tuple[Endpoint, int] | None:
-        """(endpoint, QP index) owning ``qp_num``, or None for a QP not this module's."""
-        qs = self._qp_owner.get(qp_num)
+        """(endpoint, QP index) owning ``qp_num``, or None for a QP not this module's
+        (destroyed, disowned, or a neighbour process's on a shared NIC)."""
+        hw = self.context.nic.qp(qp_num)
+        if hw is None:
+            return None
+        qp = hw.user
+        if qp is None or qp.pd is not self.pd:
+            return None
+        qs = qp.qp_context
         return None if qs is None else (qs.ep, qs.index)
 
     # -- posting --------------------------------------------------------------------------

@@ -110,7 +110,7 @@ class CqAccess:
     def watch(self, nics) -> None:
         seen = self._seen
         for nic in nics:
-            for qp in nic.qps.values():
+            for qp in nic.live_qps():
                 key = (nic.name, qp.qpn)
                 if key in seen:
                     continue

@@ -635,6 +635,7 @@ _WALKED = (
     "pyopenib.verbs._objects.QueuePair",
     "pyopenib.hw.nic.Nic",
     "pyopenib.hw.qp.HwQp",
+    "pyopenib.hw.qp.QpAttributes",
     "pyopenib.hw.qp.SendQueue",
     "pyopenib.hw.qp.ReceiveQueue",
     "pyopenib.hw.qp.WorkQueue",

@@ -207,7 +207,7 @@ def _arrival(nic, pkt) -> set:
     WRITE's bytes are separate events (a CQE write, ``_land_write``), which do touch the
     host; and the send completions an acknowledgement retires only decrement the count a
     post increments. Error transitions are left out as everywhere (module docstring)."""
-    qp = nic.qps.get(pkt.dst_qpn)
+    qp = nic.qp(pkt.dst_qpn)
     fp = {("port", nic.name)}
     if qp is None or qp.state != _RTS or qp.srq is not None:
         fp |= _host_software(_host_of(nic))
@@ -343,7 +343,7 @@ class Footprints:
             } | _host_software(_host_of(obj.nic))
         if cls is Nic:
             if fn.__name__ == "receive_packet":
-                self._register(obj.qps.get(args[0].dst_qpn), obj)
+                self._register(obj.qp(args[0].dst_qpn), obj)
                 return _arrival(obj, args[0])
             return {ANY}
         if cls is TransmitPort:

@@ -52,7 +52,17 @@ from .memory import HwMr, MemoryTable
 from .packet import ACK, DATA, NAK_RNR, NAK_SEQ, READ_REQ, READ_RESP, TERMINATE, Packet
 from .pcie import PcieBus
 from .port import TransmitPort
-from .qp import EMPTY, HEADER_BYTES, HwQp, HwSrq, QpState, flush_wc, header_kind, trace_id
+from .qp import (
+    EMPTY,
+    HEADER_BYTES,
+    HwQp,
+    HwSrq,
+    QpAttributes,
+    QpState,
+    flush_wc,
+    header_kind,
+    trace_id,
+)
 from .requester import Requester
 from .responder import Responder
 from .work import (
@@ -69,6 +79,8 @@ from .work_queue import WorkQueueEngine
 __all__ = ["Nic"]
 
 _RTR = QpState.RTR
+FIRST_QPN = 0x40
+"""The number of a NIC's first QP (lower numbers are reserved, as QP0 and QP1 are)."""
 _ERROR = QpState.ERROR
 
 
@@ -88,7 +100,8 @@ class Nic:
         "fabric",
         "name",
         "lid",
-        "qps",
+        "_qps",
+        "_attributes",
         "memory",
         "pcie",
         "port",
@@ -108,8 +121,13 @@ class Nic:
         self.fabric = fabric
         self.name = name
         self.lid = fabric.attach(self)
-        self.qps: dict[int, HwQp] = {}
-        self._next_qpn = 0x40
+        self._qps: list[HwQp | None] = []
+        """QP ``FIRST_QPN + i`` at index i, ``None`` once destroyed (numbers are never
+        reused): a table, as the adapter's QP context table is; a job of 1024 ranks has
+        four million QPs, and a dict entry and an int key are ~80 bytes each."""
+        self._attributes: dict[tuple, QpAttributes] = {}
+        """Every distinct ``QpAttributes`` of this NIC's QPs, by value (see there)."""
+        self._next_qpn = FIRST_QPN
         self._next_srq = 1
         self._next_cqn = 0
         iwarp = model.transport == "iwarp"
@@ -133,12 +151,28 @@ class Nic:
     def deregister_mr(self, mr: HwMr) -> None:
         self.memory.deregister(mr)
 
-    def create_qp(self, send_cq, recv_cq, srq, max_send_wr: int, async_handler=None) -> HwQp:
+    def create_qp(self, attrs: QpAttributes, user=None) -> HwQp:
+        """A new QP in RESET with ``attrs``; ``user``: what its creator keeps with it."""
         qpn = self._next_qpn
         self._next_qpn += 1
-        qp = HwQp(self, qpn, send_cq, recv_cq, srq, max_send_wr, async_handler)
-        self.qps[qpn] = qp
+        qp = HwQp(self, qpn, self.attributes(attrs), user)
+        self._qps.append(qp)
         return qp
+
+    def attributes(self, attrs: QpAttributes) -> QpAttributes:
+        """The one instance of ``attrs``'s value on this NIC (it, the first time)."""
+        return self._attributes.setdefault(attrs.key(), attrs)
+
+    def qp(self, qpn: int) -> HwQp | None:
+        """The live QP numbered ``qpn``; None for a number the NIC does not know."""
+        i = qpn - FIRST_QPN
+        if 0 <= i < len(self._qps):
+            return self._qps[i]
+        return None
+
+    def live_qps(self) -> list[HwQp]:
+        """Every QP not destroyed, by number."""
+        return [qp for qp in self._qps if qp is not None]
 
     def alloc_cqn(self) -> int:
         """A number for a new completion queue, unique on this NIC (the CQN a device
@@ -150,7 +184,7 @@ class Nic:
     def destroy_qp(self, qp: HwQp) -> None:
         """Forget ``qp``: packets addressed to its number are dropped from now on, as for
         any QP number the NIC does not know."""
-        del self.qps[qp.qpn]
+        self._qps[qp.qpn - FIRST_QPN] = None
 
     def create_srq(self, max_wr: int, async_handler=None) -> HwSrq:
         srq = HwSrq(self, max_wr, self._next_srq, async_handler)
@@ -170,7 +204,9 @@ class Nic:
     def receive_packet(self, pkt: Packet) -> None:
         """A packet off the link (or looped back): the responder takes requests, the
         requester the answers to its own."""
-        qp = self.qps.get(pkt.dst_qpn)
+        qps = self._qps
+        i = pkt.dst_qpn - FIRST_QPN  # ``qp``, inlined: every packet comes here
+        qp = qps[i] if 0 <= i < len(qps) else None
         if qp is None or qp.state < _RTR:
             return  # no such QP (or not ready): dropped, as a real HCA does
         kind = pkt.kind

@@ -6,7 +6,8 @@ of the NIC that moves it: ``sq`` (send-queue accounting, verbs' *send queue full
 ``rq`` (posted receives and when each becomes usable), ``wq`` (what the work-queue engine
 processes), ``tx`` (packets ready for the transmit port), ``req`` (the RC requester: MSNs,
 PSNs, messages in flight, the transport timer) and ``resp`` (the RC responder: expected
-PSN, the message being received). The ``HwQp`` itself holds what ``ibv_modify_qp`` sets.
+PSN, the message being received). The ``HwQp`` itself holds its number, state and peer, and (``QpAttributes``, shared
+between QPs) what ``ibv_create_qp`` and ``ibv_modify_qp`` set.
 The parts that act on them are in ``nic`` (``work_queue``, ``port``, ``requester``,
 ``responder``)."""
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from enum import IntEnum
+from operator import attrgetter
 from typing import Protocol
 
 from .packet import (
@@ -31,6 +33,7 @@ from .work import (
 
 __all__ = [
     "HwQp",
+    "QpAttributes",
     "HwSrq",
     "QpState",
     "EMPTY",
@@ -381,9 +384,86 @@ class ResponderState:
         self.rnr_waiting = False
 
 
+class QpAttributes:
+    """What ``ibv_create_qp`` and ``ibv_modify_qp`` set on an RC QP, but for its peer's
+    address: the CQs, the SRQ, the queue depths and the inline limit, the owning
+    context's event handler, the path MTU and the retry and timer settings.
+
+    A value, shared: QPs with equal attributes hold one instance (``Nic.attributes``
+    interns them). A job of 1024 ranks has four million QPs and a handful of distinct
+    attribute sets, so twelve slots a QP would be ~100 MB (issue 13). A modify makes
+    (or finds) another instance; none is ever changed in place."""
+
+    __slots__ = (
+        "send_cq",
+        "recv_cq",
+        "srq",
+        "max_send_wr",
+        "max_recv_wr",
+        "max_inline",
+        "async_handler",
+        "path_mtu",
+        "rnr_retry",
+        "min_rnr_timer",
+        "retry_cnt",
+        "timeout",
+    )
+
+    MODIFIABLE = ("path_mtu", "rnr_retry", "min_rnr_timer", "retry_cnt", "timeout")
+    """The attributes ``ibv_modify_qp`` may change (the rest are fixed at creation)."""
+
+    def __init__(
+        self,
+        send_cq,
+        recv_cq,
+        srq,
+        max_send_wr: int,
+        max_recv_wr: int,
+        max_inline: int,
+        async_handler,
+        path_mtu: int,
+        rnr_retry: int = 7,
+        min_rnr_timer: int = 12,
+        retry_cnt: int = 7,
+        timeout: int = 20,
+    ):
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq
+        self.srq = srq
+        self.max_send_wr = max_send_wr
+        self.max_recv_wr = max_recv_wr
+        self.max_inline = max_inline
+        self.async_handler = async_handler
+        self.path_mtu = path_mtu
+        self.rnr_retry = rnr_retry
+        self.min_rnr_timer = min_rnr_timer
+        self.retry_cnt = retry_cnt
+        self.timeout = timeout
+
+    def key(self) -> tuple:
+        """The attributes as one hashable value (objects by identity): what interning
+        compares."""
+        return tuple(map(self.__getattribute__, self.__slots__))
+
+    def modified(self, changes: dict) -> QpAttributes:
+        """A new value with ``changes`` (names of ``MODIFIABLE``) applied."""
+        values = dict(zip(self.__slots__, self.key(), strict=True))
+        values.update(changes)
+        return QpAttributes(**values)
+
+
+def _attribute(name: str) -> property:
+    """A read of one of the QP's shared ``QpAttributes`` (a C getter: these are read on
+    every packet and completion)."""
+    return property(attrgetter("attrs." + name), doc=f"``QpAttributes.{name}``.")
+
+
 class HwQp:
-    """An RC queue pair's hardware context: the attributes ``ibv_modify_qp`` sets, and the
-    state of each part of the NIC that works on it (see the module docstring).
+    """An RC queue pair's hardware context: its number, state and peer, the attributes
+    ``ibv_create_qp`` and ``ibv_modify_qp`` set (``attrs``, a value shared with every QP
+    of equal attributes; read through the properties below), and the state of each part
+    of the NIC that works on it (see the module docstring). ``user``: what the verbs
+    layer keeps with the QP (its ``QueuePair``), opaque here.
 
     Each part's state object (``_PARTS``) and the trace name ``actor`` are made on first
     use: a connection creates a QP per receive queue, and in most jobs most of them never
@@ -393,53 +473,41 @@ class HwQp:
     __slots__ = (
         "nic",
         "qpn",
-        "actor",
-        "async_handler",
-        "send_cq",
-        "recv_cq",
-        "srq",
-        "max_send_wr",
+        "user",
+        "attrs",
         "state",
         "dest_lid",
         "dest_qpn",
-        "path_mtu",
-        "rnr_retry",
-        "min_rnr_timer",
-        "retry_cnt",
-        "timeout",
         "sq",
         "rq",
         "wq",
         "tx",
         "req",
         "resp",
+        "actor",
     )
 
-    def __init__(
-        self,
-        nic,
-        qpn: int,
-        send_cq,
-        recv_cq,
-        srq: HwSrq | None,
-        max_send_wr: int,
-        async_handler=None,
-    ):
+    send_cq = _attribute("send_cq")
+    recv_cq = _attribute("recv_cq")
+    srq = _attribute("srq")
+    max_send_wr = _attribute("max_send_wr")
+    max_recv_wr = _attribute("max_recv_wr")
+    max_inline = _attribute("max_inline")
+    async_handler = _attribute("async_handler")
+    path_mtu = _attribute("path_mtu")
+    rnr_retry = _attribute("rnr_retry")
+    min_rnr_timer = _attribute("min_rnr_timer")
+    retry_cnt = _attribute("retry_cnt")
+    timeout = _attribute("timeout")
+
+    def __init__(self, nic, qpn: int, attrs: QpAttributes, user=None):
         self.nic = nic
         self.qpn = qpn
-        self.async_handler = async_handler  # the owning context's (affiliated events)
-        self.send_cq = send_cq
-        self.recv_cq = recv_cq
-        self.srq = srq
-        self.max_send_wr = max_send_wr
+        self.user = user
+        self.attrs = attrs
         self.state = QpState.RESET
         self.dest_lid = 0
         self.dest_qpn = 0
-        self.path_mtu = nic.model.mtu_max
-        self.rnr_retry = 7
-        self.min_rnr_timer = 12
-        self.retry_cnt = 7
-        self.timeout = 20
 
     def __getattr__(self, name: str):
         part = _PARTS.get(name)

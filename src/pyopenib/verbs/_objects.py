@@ -16,7 +16,7 @@ import numpy as np
 
 from ..hw import AsyncEvent, AsyncEventType, Nic, QpState, RecvWR, SendFlags, SendWR, WorkCompletion
 from ..hw.memory import HwMr
-from ..hw.qp import HwQp, HwSrq
+from ..hw.qp import HwQp, HwSrq, QpAttributes
 
 __all__ = [
     "VerbsError",
@@ -248,21 +248,13 @@ _CAN_SEND = frozenset((QpState.RTS, QpState.ERROR, QpState.SQD))
 
 
 class QueuePair:
-    """An RC queue pair (``ibv_qp``). Slotted: a connection has one per receive queue, and
-    a 1024-rank job has four million of them (an instance dict was ~160 bytes each)."""
+    """An RC queue pair (``ibv_qp``). Slotted, and what the hardware context holds
+    (the CQs, the depths, the inline limit: ``HwQp.attrs``) is read from there, not kept
+    twice: a connection has one per receive queue, and a 1024-rank job has four million
+    of them. ``qp_context``: the creator's own pointer (``ibv_qp.qp_context``; the BTL
+    keeps its per-QP state there)."""
 
-    __slots__ = (
-        "pd",
-        "context",
-        "send_cq",
-        "recv_cq",
-        "srq",
-        "max_send_wr",
-        "max_recv_wr",
-        "max_inline",
-        "hw",
-        "destroyed",
-    )
+    __slots__ = ("pd", "srq", "hw", "destroyed", "qp_context")
 
     def __init__(self, pd, send_cq, recv_cq, max_send_wr, max_recv_wr, max_inline, srq):
         ctx = pd.context
@@ -274,17 +266,45 @@ class QueuePair:
                 errno.EINVAL, f"create_qp: max_inline {max_inline} > {model.max_inline}"
             )
         self.pd = pd
-        self.context = ctx
-        self.send_cq = send_cq
-        self.recv_cq = recv_cq
         self.srq = srq
-        self.max_send_wr = max_send_wr
-        self.max_recv_wr = max_recv_wr
-        self.max_inline = max_inline
-        self.hw: HwQp = ctx.nic.create_qp(
-            send_cq, recv_cq, srq.hw if srq else None, max_send_wr, ctx.async_handler
+        nic = ctx.nic
+        attrs = QpAttributes(
+            send_cq,
+            recv_cq,
+            srq.hw if srq else None,
+            max_send_wr,
+            max_recv_wr,
+            max_inline,
+            ctx.async_handler,
+            nic.model.mtu_max,
         )
+        self.hw: HwQp = nic.create_qp(attrs, self)
         self.destroyed = False
+        self.qp_context = None
+
+    @property
+    def context(self) -> Context:
+        return self.pd.context
+
+    @property
+    def send_cq(self):
+        return self.hw.send_cq
+
+    @property
+    def recv_cq(self):
+        return self.hw.recv_cq
+
+    @property
+    def max_send_wr(self) -> int:
+        return self.hw.max_send_wr
+
+    @property
+    def max_recv_wr(self) -> int:
+        return self.hw.max_recv_wr
+
+    @property
+    def max_inline(self) -> int:
+        return self.hw.max_inline
 
     @property
     def qp_num(self) -> int:
@@ -333,20 +353,18 @@ class QueuePair:
         if state == QpState.RTR:
             if "dest_lid" not in attrs or "dest_qp_num" not in attrs:
                 raise VerbsError(errno.EINVAL, "modify_qp to RTR needs dest_lid and dest_qp_num")
+        changes = {}
         for name, value in attrs.items():
             if name == "dest_qp_num":
                 hw.dest_qpn = value
-            elif name in (
-                "dest_lid",
-                "path_mtu",
-                "rnr_retry",
-                "min_rnr_timer",
-                "retry_cnt",
-                "timeout",
-            ):
-                setattr(hw, name, value)
+            elif name == "dest_lid":
+                hw.dest_lid = value
+            elif name in QpAttributes.MODIFIABLE:
+                changes[name] = value
             else:
                 raise VerbsError(errno.EINVAL, f"modify_qp: unknown attribute {name}")
+        if changes:
+            hw.attrs = hw.nic.attributes(hw.attrs.modified(changes))
         if state == QpState.ERROR:
             self.context.nic.to_error(hw, None)
         else:
@@ -358,18 +376,18 @@ class QueuePair:
             raise VerbsError(errno.EINVAL, f"post_send on destroyed QP {hw.qpn}")
         if hw.state not in _CAN_SEND:
             raise VerbsError(errno.EINVAL, f"post_send on QP {hw.qpn} in state {hw.state.name}")
-        if hw.sq.outstanding >= self.max_send_wr:
+        if hw.sq.outstanding >= hw.max_send_wr:
             raise VerbsError(errno.ENOMEM, f"post_send on QP {hw.qpn}: send queue full")
         if wr.send_flags & _INLINE:
             sg = wr.sg_list
             length = sg[0].length if len(sg) == 1 else wr.length
-            if length > self.max_inline:
-                raise VerbsError(errno.EINVAL, f"post_send: inline {length} > {self.max_inline}")
-            data = self.context.nic.memory.gather(wr)
+            if length > hw.max_inline:
+                raise VerbsError(errno.EINVAL, f"post_send: inline {length} > {hw.max_inline}")
+            data = hw.nic.memory.gather(wr)
             if data is None:
                 raise VerbsError(errno.EINVAL, "post_send: inline SGE outside its MR")
             wr.inline_data = data
-        self.context.nic.post_send(hw, wr)
+        hw.nic.post_send(hw, wr)
 
     def post_recv(self, wr: RecvWR) -> None:
         self._check_alive("post_recv")
@@ -378,9 +396,9 @@ class QueuePair:
             raise VerbsError(errno.EINVAL, f"post_recv on QP {hw.qpn} attached to an SRQ")
         if hw.state == QpState.RESET:
             raise VerbsError(errno.EINVAL, f"post_recv on QP {hw.qpn} in state RESET")
-        if len(hw.rq) >= self.max_recv_wr:
+        if len(hw.rq) >= hw.max_recv_wr:
             raise VerbsError(errno.ENOMEM, f"post_recv on QP {hw.qpn}: receive queue full")
-        self.context.nic.post_recv(hw, wr)
+        hw.nic.post_recv(hw, wr)
 
 
 class SharedReceiveQueue:
