@@ -102,6 +102,8 @@ class Nic:
         "lid",
         "_qps",
         "_attributes",
+        "_created",
+        "_modified",
         "memory",
         "pcie",
         "port",
@@ -126,7 +128,11 @@ class Nic:
         reused): a table, as the adapter's QP context table is; a job of 1024 ranks has
         four million QPs, and a dict entry and an int key are ~80 bytes each."""
         self._attributes: dict[tuple, QpAttributes] = {}
-        """Every distinct ``QpAttributes`` of this NIC's QPs, by value (see there)."""
+        """Every distinct ``QpAttributes`` of this NIC's QPs, by value (see there), and
+        the ways to them: by creation arguments, and by (attributes, modify's changes).
+        A connection's QPs are created and modified alike, so each is one lookup."""
+        self._created: dict[tuple, QpAttributes] = {}
+        self._modified: dict[tuple, QpAttributes] = {}
         self._next_qpn = FIRST_QPN
         self._next_srq = 1
         self._next_cqn = 0
@@ -151,15 +157,40 @@ class Nic:
     def deregister_mr(self, mr: HwMr) -> None:
         self.memory.deregister(mr)
 
-    def create_qp(self, attrs: QpAttributes, user=None) -> HwQp:
-        """A new QP in RESET with ``attrs``; ``user``: what its creator keeps with it."""
+    def create_qp(
+        self,
+        send_cq,
+        recv_cq,
+        srq: HwSrq | None,
+        max_send_wr: int,
+        max_recv_wr: int,
+        max_inline: int,
+        async_handler=None,
+        user=None,
+    ) -> HwQp:
+        """A new QP in RESET; ``user``: what its creator keeps with it."""
+        created = (send_cq, recv_cq, srq, max_send_wr, max_recv_wr, max_inline, async_handler)
+        attrs = self._created.get(created)
+        if attrs is None:
+            attrs = self._created[created] = self._interned(
+                QpAttributes(*created, self.model.mtu_max)
+            )
         qpn = self._next_qpn
         self._next_qpn += 1
-        qp = HwQp(self, qpn, self.attributes(attrs), user)
+        qp = HwQp(self, qpn, attrs, user)
         self._qps.append(qp)
         return qp
 
-    def attributes(self, attrs: QpAttributes) -> QpAttributes:
+    def modify_attributes(self, qp: HwQp, changes: tuple) -> None:
+        """Apply ``ibv_modify_qp``'s ``changes`` ((name, value) pairs of
+        ``QpAttributes.MODIFIABLE``) to ``qp``'s attributes."""
+        step = (qp.attrs, changes)
+        attrs = self._modified.get(step)
+        if attrs is None:
+            attrs = self._modified[step] = self._interned(qp.attrs.modified(dict(changes)))
+        qp.attrs = attrs
+
+    def _interned(self, attrs: QpAttributes) -> QpAttributes:
         """The one instance of ``attrs``'s value on this NIC (it, the first time)."""
         return self._attributes.setdefault(attrs.key(), attrs)
 

@@ -267,8 +267,7 @@ class QueuePair:
             )
         self.pd = pd
         self.srq = srq
-        nic = ctx.nic
-        attrs = QpAttributes(
+        self.hw: HwQp = ctx.nic.create_qp(
             send_cq,
             recv_cq,
             srq.hw if srq else None,
@@ -276,9 +275,8 @@ class QueuePair:
             max_recv_wr,
             max_inline,
             ctx.async_handler,
-            nic.model.mtu_max,
+            self,
         )
-        self.hw: HwQp = nic.create_qp(attrs, self)
         self.destroyed = False
         self.qp_context = None
 
@@ -353,18 +351,18 @@ class QueuePair:
         if state == QpState.RTR:
             if "dest_lid" not in attrs or "dest_qp_num" not in attrs:
                 raise VerbsError(errno.EINVAL, "modify_qp to RTR needs dest_lid and dest_qp_num")
-        changes = {}
+        changes = []
         for name, value in attrs.items():
             if name == "dest_qp_num":
                 hw.dest_qpn = value
             elif name == "dest_lid":
                 hw.dest_lid = value
             elif name in QpAttributes.MODIFIABLE:
-                changes[name] = value
+                changes.append((name, value))
             else:
                 raise VerbsError(errno.EINVAL, f"modify_qp: unknown attribute {name}")
         if changes:
-            hw.attrs = hw.nic.attributes(hw.attrs.modified(changes))
+            hw.nic.modify_attributes(hw, tuple(changes))
         if state == QpState.ERROR:
             self.context.nic.to_error(hw, None)
         else:
