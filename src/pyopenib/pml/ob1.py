@@ -97,8 +97,12 @@ class Pml:
         self._btl_limits = btl.limits if btl.limits_per_peer else None
         self._peer_limits: dict[int, tuple[int, int, int]] = {}
         self._next_id = 1
-        self._send_seq: dict[tuple[int, int], int] = {}
-        self._expected_seq: dict[tuple[int, int], int] = {}
+        self._send_seq: dict[int, dict[int, int]] = {}
+        """Per context, per peer: the next message's sequence number (ob1's per-
+        communicator ``send_sequence``). Two levels, not one (ctx, peer) key: a 1024-rank
+        alltoall holds a million of these, and a key tuple is 56 bytes."""
+        self._expected_seq: dict[int, dict[int, int]] = {}
+        """Per context, per peer: the sequence number the next match must carry."""
         self._cant_match: dict[tuple[int, int], dict[int, bytes]] = {}
         self._posted: dict[int, list[RecvRequest]] = {}
         self._unexpected: dict[int, list[_Unexpected]] = {}
@@ -164,10 +168,11 @@ class Pml:
         """Start sending ``data`` (bytes-like: uint8 array or bytes, unchanged until
         completion) to world rank ``peer`` as communicator rank ``source`` of context
         ``ctx``. An eager send is complete on return (``EAGER_SENT``)."""
-        key = (ctx, peer)
-        seqs = self._send_seq
-        seq = seqs.get(key, 0)
-        seqs[key] = seq + 1
+        seqs = self._send_seq.get(ctx)
+        if seqs is None:
+            seqs = self._send_seq[ctx] = {}
+        seq = seqs.get(peer, 0)
+        seqs[peer] = seq + 1
         n = len(data)
         to_self = peer == self.rank
         if self._btl_limits is None:
@@ -342,15 +347,17 @@ class Pml:
             # receive, or the unexpected queue's copy); paid when the pass settles
             host.owed += host.match + host.copy(len(view) - _MATCH_LEN)
             _, ctx, source, tag, seq = _unpack_match(view)
-            key = (ctx, peer)
-            expected_seq = self._expected_seq
-            expected = expected_seq.get(key, 0)
+            expected_seq = self._expected_seq.get(ctx)
+            if expected_seq is None:
+                expected_seq = self._expected_seq[ctx] = {}
+            expected = expected_seq.get(peer, 0)
             if seq != expected:
-                self._cant_match.setdefault(key, {})[seq] = bytes(view)
+                self._cant_match.setdefault((ctx, peer), {})[seq] = bytes(view)
                 return
             self._match(peer, kind, ctx, source, tag, view)
             expected += 1
             if self._cant_match:
+                key = (ctx, peer)
                 waiting = self._cant_match.get(key)
                 while waiting and expected in waiting:
                     early = memoryview(waiting.pop(expected))
@@ -359,7 +366,7 @@ class Pml:
                     expected += 1
                 if waiting is not None and not waiting:
                     del self._cant_match[key]
-            expected_seq[key] = expected
+            expected_seq[peer] = expected
         elif kind == ACK:
             _, flags, send_id, recv_id, key, offset = ACK_HDR.unpack_from(view)
             req = self._live[send_id]
