@@ -70,23 +70,20 @@ class _EndpointQp:
     __slots__ = (
         "ep",
         "index",
-        "spec",
         "qp",
         "sd_wqe",
         "sd_wqe_inflight",
         "wqe_count",
         "no_wqe_pending",
-        "no_credits_pending",
         "credit_lock",
         "credit_frag",
         "credit_msgs_sent",
         "carrier",
     )
 
-    def __init__(self, index: int, spec, sd_wqe: int):
+    def __init__(self, index: int, sd_wqe: int):
         self.ep = None  # the Endpoint this QP state belongs to (set by it)
         self.index = index
-        self.spec = spec
         self.qp = None  # the verbs QueuePair, once connection setup creates it
         self.sd_wqe = sd_wqe
         """Free send work-queue entries on the QP."""
@@ -153,6 +150,8 @@ class PerPeerQp(_EndpointQp):
     """A per-peer (P) queue toward one peer: Open MPI's ``pp_qp`` counters and rules."""
 
     __slots__ = (
+        "spec",
+        "no_credits_pending",
         "sd_credits",
         "rd_posted",
         "rd_credits",
@@ -190,8 +189,10 @@ class PerPeerQp(_EndpointQp):
     must watch (``btl/credit_audit.py``); a write to any other field cannot break it."""
 
     def __init__(self, index: int, spec):
-        super().__init__(index, spec, spec.rd_num)
+        super().__init__(index, spec.rd_num)
+        self.spec = spec
         self.no_credits_pending = NO_PENDING
+        """Fragments waiting for a send credit (high, low priority), created on first use."""
         self.sd_credits = spec.rd_num
         """Sends I may still issue (buffers the peer posted for me)."""
         self.rd_posted = 0
@@ -458,10 +459,20 @@ class SharedRqQp(_EndpointQp):
     """Never: SRQ credits come back with completions, not in the peer's headers."""
 
     def __init__(self, index: int, spec, srq):
-        super().__init__(index, spec, spec.sd_max)
+        super().__init__(index, spec.sd_max)
         self.srq = srq
-        self.no_credits_pending = srq.pending  # one list for every peer (``srq_qp.pending_frags``)
         self.srq_credits_inflight = 0
+
+    @property
+    def spec(self):
+        """The queue's spec: the SRQ's (not kept per peer: a 1024-rank job has three
+        million of these)."""
+        return self.srq.spec
+
+    @property
+    def no_credits_pending(self) -> list:
+        """The SRQ's list, one for every peer (``srq_qp.pending_frags``)."""
+        return self.srq.pending
 
     def wait_for_credit(self, frag) -> None:
         """Queue ``frag`` on the SRQ's list, shared by every peer, until a credit frees."""
