@@ -267,3 +267,17 @@ def test_openib_module_ignores_a_fatal_event_for_a_qp_it_does_not_own():
     btls = build_job_btls(Simulator(), 4, "chelsio-t3", load_mca(), 2)
     btls[0].openib._on_async(AsyncEvent(AsyncEventType.QP_FATAL, 0, 0x7FFF, "not mine"))
     assert btls[0].openib.failed is None
+
+
+def test_a_context_finds_its_own_qps_by_number_never_a_neighbours_on_the_shared_nic():
+    """What the BTL's completion and async-event handlers rely on: a QP number on a NIC
+    two processes share names one process's QP; the other's context does not find it."""
+    _, ctx, _, qps, _ = _connected("mellanox-hermon", same_nic=True)
+    assert ctx[0].nic is ctx[1].nic and qps[0].qp_num != qps[1].qp_num
+    assert ctx[0].find_qp(qps[0].qp_num) is qps[0]
+    assert ctx[1].find_qp(qps[1].qp_num) is qps[1]
+    assert ctx[0].find_qp(qps[1].qp_num) is None and ctx[1].find_qp(qps[0].qp_num) is None
+    qps[0].modify(QpState.ERROR)
+    qps[0].destroy()
+    assert ctx[0].find_qp(qps[0].qp_num) is None
+    assert ctx[0].find_qp(0) is None and ctx[0].find_qp(qps[1].qp_num + 100) is None

@@ -391,7 +391,8 @@ class OpenibModule(BtlModule):
 
     def own_qp(self, qp, ep: Endpoint, q: int) -> None:
         """Completions and async events naming verbs QP ``qp`` are ``ep``'s, QP q: its
-        ``qp_context`` says so (no table of our own: the NIC's QP table finds the QP)."""
+        ``qp_context`` says so (no table of our own: the context's ``find_qp`` finds the
+        QP)."""
         qp.qp_context = ep.qps[q]
 
     def disown_qp(self, qp) -> None:
@@ -400,13 +401,8 @@ class OpenibModule(BtlModule):
     def _owner(self, qp_num: int) -> tuple[Endpoint, int] | None:
         """(endpoint, QP index) owning ``qp_num``, or None for a QP not this module's
         (destroyed, disowned, or a neighbour process's on a shared NIC)."""
-        hw = self.context.nic.qp(qp_num)
-        if hw is None:
-            return None
-        qp = hw.user
-        if qp is None or qp.pd is not self.pd:
-            return None
-        qs = qp.qp_context
+        qp = self.context.find_qp(qp_num)
+        qs = None if qp is None else qp.qp_context
         return None if qs is None else (qs.ep, qs.index)
 
     # -- posting --------------------------------------------------------------------------

@@ -135,6 +135,14 @@ class Context:
     def alloc_pd(self) -> ProtectionDomain:
         return ProtectionDomain(self)
 
+    def find_qp(self, qp_num: int) -> QueuePair | None:
+        """The live QP numbered ``qp_num`` that this context created (what a provider's
+        QP table answers a completion's ``qp_num`` with, as mlx4's ``mlx4_find_qp``);
+        None for a destroyed or unknown number, or a neighbour process's QP."""
+        hw = self.nic.qp(qp_num)
+        qp = None if hw is None else hw.user
+        return qp if qp is not None and qp.pd.context is self else None
+
     def create_cq(self, cqe: int) -> CompletionQueue:
         if cqe < 1 or cqe > self.model.max_cq_entries:
             raise VerbsError(errno.EINVAL, f"create_cq({cqe}) on {self.name}")
