@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pyopenib.btl.endpoint import NO_PENDING, PerPeerQp
-from pyopenib.btl.frag import CHUNK_BYTES, FragBuffers
+from pyopenib.btl.frag import CHUNK_BYTES, RECV, Frag, FragBuffers
 from pyopenib.config.receive_queues import parse_receive_queues
 from pyopenib.hw.device_model import get_device_model
 from pyopenib.hw.qp import EMPTY, NEVER_LEAVING, HwQp, QpAttributes
@@ -76,16 +76,26 @@ def test_frag_buffers_are_views_of_one_registration_per_chunk():
     taken = [buffers.take() for _ in range(buffers.per_chunk + 1)]
     mpt = ctx.nic.memory.mpt
     assert len(mpt) == 2  # two chunks, one registration each
-    first, second = taken[0][1], taken[1][1]
+    first, second = taken[0], taken[1]
     assert first.lkey == second.lkey and second.addr == first.addr + size
-    assert taken[-1][1].lkey != first.lkey  # the next chunk
+    assert taken[-1].lkey != first.lkey  # the next chunk
     # the bytes an SGE names are the buffer's: a write through the NIC lands in the view
-    buf, where = taken[1]
+    where = taken[1]
     mr = mpt[where.lkey]
     offset = where.addr - mr.addr
     mr.buffer[offset : offset + 3] = np.frombuffer(b"abc", dtype=np.uint8)
+    buf = where.view()
     assert bytes(buf[:3]) == b"abc" and buf.nbytes == size
-    assert np.shares_memory(buf, mr.buffer) and not np.shares_memory(buf, taken[0][0])
+    assert np.shares_memory(buf, mr.buffer) and not np.shares_memory(buf, taken[0].view())
+
+
+def test_a_chunk_buffer_is_viewed_only_when_first_read_and_then_kept():
+    ctx = _context()
+    where = FragBuffers(ctx.alloc_pd(), 256, Access.LOCAL_WRITE).take()
+    frag = Frag(RECV, None, where, 0)
+    assert frag._buf is None  # a posted receive nobody sends to costs no view
+    buf = frag.buf
+    assert buf is frag.buf and buf.nbytes == 256 and np.shares_memory(buf, where.chunk.array)
 
 
 def test_pending_lists_are_made_by_the_first_waiting_fragment_and_keep_priority_order():

@@ -241,7 +241,7 @@ class CreditFlow:
         verbs_srq = srq.srq
         for _ in range(n):
             frag = module.get_frag(q, RECV)
-            verbs_srq.post_recv(RecvWR(frag, (Sge(frag.mr.addr, frag.buf.nbytes, frag.mr.lkey),)))
+            verbs_srq.post_recv(RecvWR(frag, (Sge(frag.mr.addr, frag.capacity, frag.mr.lkey),)))
         srq.reposted(n)
 
     def srq_limit_reached(self, srq: SharedRq) -> None:

@@ -58,7 +58,7 @@ class Frag:
 
     __slots__ = (
         "kind",
-        "buf",
+        "_buf",
         "mr",
         "qp",
         "order",
@@ -76,11 +76,13 @@ class Frag:
         "_sges",
     )
 
-    def __init__(self, kind: int, buf: np.ndarray, mr, qp: int, trace_id: int = -1):
+    def __init__(self, kind: int, buf: np.ndarray | None, mr, qp: int, trace_id: int = -1):
+        """``buf`` None: a buffer of a chunk, ``mr`` its ``FragSlice``; its view is made
+        on first read (``buf``)."""
         self.trace_id = trace_id
         self.eager = False  # written through an eager-RDMA channel
         self.kind = kind
-        self.buf = buf
+        self._buf = buf
         self.mr = mr
         self.qp = qp
         self.order = qp
@@ -94,6 +96,22 @@ class Frag:
         self.unsignaled = 0  # unsignaled WQEs before this signaled one (returned with it)
         self.unsignaled_srq = 0  # ... and the SRQ credits they took
         self._sges = None
+
+    @property
+    def buf(self) -> np.ndarray:
+        """The buffer's bytes, viewed on first read: a receive buffer posted at start-up
+        that no message lands in never needs its view (112 bytes; the default SRQs post
+        832 a rank)."""
+        buf = self._buf
+        if buf is None:
+            buf = self._buf = self.mr.view()
+        return buf
+
+    @property
+    def capacity(self) -> int:
+        """The buffer's size in bytes, without viewing it (what a receive post names)."""
+        buf = self._buf
+        return self.mr.chunk.size if buf is None else buf.nbytes
 
     def sges(self, length: int) -> tuple[Sge]:
         """The scatter list of the buffer's first ``length`` bytes, kept for the next
@@ -112,16 +130,38 @@ buffer). Big enough that a 4096-rank job maps few regions per process (the kerne
 ``vm.max_map_count`` is 65,530), small enough that a rank sending little maps little."""
 
 
+class FragChunk:
+    """One registered chunk of a size class: its bytes, its registration, the size of
+    each buffer carved from it."""
+
+    __slots__ = ("array", "mr", "size")
+
+    def __init__(self, array: np.ndarray, mr, size: int):
+        self.array = array
+        self.mr = mr
+        self.size = size
+
+
 class FragSlice:
     """A fragment buffer's place in its chunk's registration: the SGE address of its
-    first byte and the chunk's lkey (what ``ibv_sge`` needs; Open MPI's free-list items
-    share their chunk's registration the same way)."""
+    first byte, and the chunk, whose lkey it shares (what ``ibv_sge`` needs; Open MPI's
+    free-list items share their chunk's registration the same way)."""
 
-    __slots__ = ("addr", "lkey")
+    __slots__ = ("chunk", "addr")
 
-    def __init__(self, addr: int, lkey: int):
+    def __init__(self, chunk: FragChunk, addr: int):
+        self.chunk = chunk
         self.addr = addr
-        self.lkey = lkey
+
+    @property
+    def lkey(self) -> int:
+        return self.chunk.mr.lkey
+
+    def view(self) -> np.ndarray:
+        """The buffer's bytes in its chunk."""
+        chunk = self.chunk
+        start = self.addr - chunk.mr.addr
+        return chunk.array[start : start + chunk.size]
 
 
 class FragBuffers:
@@ -136,33 +176,31 @@ class FragBuffers:
     front of every block): ~2.8 MB per process for the default SRQs' 832 buffers, before
     any message (issue 13)."""
 
-    __slots__ = ("size", "per_chunk", "_pd", "_access", "_chunk", "_mr", "_next")
+    __slots__ = ("size", "per_chunk", "_pd", "_access", "_chunk", "_next")
 
     def __init__(self, pd, size: int, access: int):
         self.size = size
         self.per_chunk = max(1, CHUNK_BYTES // size)
         self._pd = pd
         self._access = access
-        self._chunk: np.ndarray | None = None
-        self._mr = None  # the chunk's MemoryRegion
+        self._chunk: FragChunk | None = None
         self._next = self.per_chunk
 
-    def take(self) -> tuple[np.ndarray, FragSlice]:
-        """A new buffer (a view into the current chunk, mapping the next one when it is
-        used up) and where it lies in the chunk's registration."""
+    def take(self) -> FragSlice:
+        """A new buffer: where it lies in the current chunk's registration (mapping the
+        next chunk when this one is used up)."""
         if self._next == self.per_chunk:
             # private, not mmap's default MAP_SHARED: a forked execution (check's prefix
             # sharing) must not write into its parent's buffers
             area = mmap.mmap(-1, self.size * self.per_chunk, flags=mmap.MAP_PRIVATE)
             area.madvise(mmap.MADV_NOHUGEPAGE)  # else a write may fault in 2 MiB
-            self._chunk = np.frombuffer(area, dtype=np.uint8)
-            self._mr = self._pd.reg_mr(self._chunk, self._access)
+            array = np.frombuffer(area, dtype=np.uint8)
+            self._chunk = FragChunk(array, self._pd.reg_mr(array, self._access), self.size)
             self._next = 0
         offset = self._next * self.size
         self._next += 1
-        mr = self._mr
-        buf = self._chunk[offset : offset + self.size]
-        return buf, FragSlice(mr.addr + offset, mr.lkey)
+        chunk = self._chunk
+        return FragSlice(chunk, chunk.mr.addr + offset)
 
 
 class _Unsignaled:

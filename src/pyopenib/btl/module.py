@@ -363,9 +363,8 @@ class OpenibModule(BtlModule):
             return frag
         # pages of a buffer nobody has written yet stay unallocated (a P queue of
         # 256 x 64 KiB buffers per peer costs address space, not memory)
-        buf, mr = self._buffers[q].take()
         self._frag_count += 1
-        return Frag(kind, buf, mr, q, self._frag_count)
+        return Frag(kind, None, self._buffers[q].take(), q, self._frag_count)
 
     def _return_frag(self, frag: Frag) -> None:
         frag.on_complete = None
@@ -486,7 +485,7 @@ class OpenibModule(BtlModule):
     def post_recv_frag(self, ep: Endpoint, order: int, frag: Frag) -> None:
         frag.ep = ep
         frag.order = order
-        ep.qps[order].qp.post_recv(RecvWR(frag, frag.sges(frag.buf.nbytes)))
+        ep.qps[order].qp.post_recv(RecvWR(frag, frag.sges(frag.capacity)))
 
     # -- completions ----------------------------------------------------------------------
     def _handle_wc(self, wc) -> None:
