@@ -40,7 +40,10 @@ def _ours(args: list[str], nprocs: int) -> dict[int, list[str]]:
 
 
 def _real(args: list[str], nprocs: int) -> dict[int, list[str]]:
-    proc = real_mpirun(nprocs, args, mca_btl=None, tries=2)
+    # a spawning run takes ~1.3 s on a quiet machine; one that has not finished in two
+    # minutes is real Open MPI's occasional spawn hang (seen once in a loaded fresh-clone
+    # suite on 2026-12-03): three short tries, not two of five minutes
+    proc = real_mpirun(nprocs, args, mca_btl=None, tries=3, guard_s=120)
     assert proc.returncode == 0, proc.stderr
     return _split_tagged(_INNER_TAG.sub("", proc.stdout), nprocs)
 

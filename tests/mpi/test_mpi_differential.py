@@ -44,12 +44,19 @@ REAL_HANG_GUARD_S = 300
 a loaded 2-core machine a few messages once took over a minute (a slow run, not a hang)."""
 
 
-def real_mpirun(nprocs: int, args: list[str], *, mca_btl: str | None = "self,vader", tries=1):
+def real_mpirun(
+    nprocs: int,
+    args: list[str],
+    *,
+    mca_btl: str | None = "self,vader",
+    tries=1,
+    guard_s: float = REAL_HANG_GUARD_S,
+):
     """``mpirun --tag-output -n N python ARGS`` on real Open MPI + mpi4py, the completed
     process (skipped where they are missing, a failure in CI). ``mca_btl``: the BTLs real
     MPI may use (None: the machine's own, which a spawned job needs: vader cannot reach
-    it); ``tries``: a run that does not finish within the hang guard is tried again (real Open MPI
-    4.1's spawn now and then hangs under load, docs/compatibility.md)."""
+    it); ``tries``: a run that does not finish within ``guard_s`` is tried again (real Open
+    MPI 4.1's spawn now and then hangs under load and never finishes)."""
     missing = _reference_missing()
     if missing:
         if os.environ.get("CI"):
@@ -67,7 +74,7 @@ def real_mpirun(nprocs: int, args: list[str], *, mca_btl: str | None = "self,vad
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=REAL_HANG_GUARD_S,
+                timeout=guard_s,
             )
         except subprocess.TimeoutExpired:
             if attempt == tries:
