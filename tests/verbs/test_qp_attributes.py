@@ -4,13 +4,16 @@ go through, each reads back exactly what was last set on it (or created with), a
 of one never shows on the other, and two QPs hold the same instance exactly when their
 attributes are equal."""
 
+import errno
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verbs_testbed import toy_model
 
 from pyopenib.hw.qp import QpAttributes
 from pyopenib.sim import Simulator
-from pyopenib.verbs import QpState, open_devices
+from pyopenib.verbs import QpState, VerbsError, open_devices
 
 _VALUES = {
     "path_mtu": st.sampled_from([256, 1024, 2048]),
@@ -57,3 +60,14 @@ def test_a_qps_creation_attributes_come_from_its_create_call():
     assert hw.send_cq is qp.send_cq is hw.recv_cq
     assert hw.srq is None and hw.path_mtu == toy_model().mtu_max
     assert (hw.rnr_retry, hw.min_rnr_timer, hw.retry_cnt, hw.timeout) == (7, 12, 7, 20)
+
+
+def test_a_modify_with_a_bad_attribute_changes_nothing():
+    """``ibv_modify_qp`` is all or nothing: EINVAL leaves the QP as it was."""
+    (qp,) = _qps(1)
+    qp.modify(QpState.INIT)
+    before = (qp.hw.attrs, qp.hw.dest_lid, qp.hw.dest_qpn, qp.state)
+    with pytest.raises(VerbsError) as info:
+        qp.modify(QpState.RTR, dest_lid=9, dest_qp_num=0x99, timeout=3, qkey=1)
+    assert info.value.errno == errno.EINVAL and "qkey" in str(info.value)
+    assert (qp.hw.attrs, qp.hw.dest_lid, qp.hw.dest_qpn, qp.state) == before

@@ -40,13 +40,22 @@ class ConnectionSetup:
         self.credits_qp_index: int = settings.credits_qp_index
         self.uses_cts = self.queues[self.credits_qp_index].kind == "P"
         self.retired: dict = {}  # qp_num -> a lost crossing's QP awaiting its flush
+        self._depths: dict[tuple[int, str], tuple[int, int]] = {}
+        """(queue, the peer's policy) -> ``qp_depths``: the same few answers for every
+        endpoint, asked four times a connection."""
 
     def _create_qps(self, ep: Endpoint) -> list[int]:
         module = self.module
         policy = module.credits.policy
+        depths = self._depths
         for qs in ep.qps:
             q = qs.index
-            recv, send = qp_depths(self.queues, self.credits_qp_index, q, policy, ep.peer_policy)
+            known = depths.get((q, ep.peer_policy))
+            if known is None:
+                known = depths[q, ep.peer_policy] = qp_depths(
+                    self.queues, self.credits_qp_index, q, policy, ep.peer_policy
+                )
+            recv, send = known
             qp = module.pd.create_qp(
                 module.cq, module.cq, send, max(recv, 1), module.qp_inline[q], module.srq_of(q)
             )
@@ -58,6 +67,8 @@ class ConnectionSetup:
     def _ready(self, ep: Endpoint, remote_lid: int, remote_qpns: list[int]) -> None:
         s = self.settings
         ep.remote_lid = remote_lid
+        # the port's active MTU, as Open MPI takes it (ibv_query_port), capped by btl_openib_mtu
+        path_mtu = min(s.mtu, self.module.device.active_mtu)
         for qs, remote_qpn in zip(ep.qps, remote_qpns, strict=True):
             qp = qs.qp
             qp.modify(
@@ -65,7 +76,7 @@ class ConnectionSetup:
                 dest_lid=remote_lid,
                 dest_qp_num=remote_qpn,
                 min_rnr_timer=s.ib_min_rnr_timer,
-                path_mtu=min(s.mtu, qp.query_qp().path_mtu),
+                path_mtu=path_mtu,
             )
             qp.modify(
                 QpState.RTS,

@@ -252,6 +252,8 @@ _TRANSITIONS = {
 
 
 _INLINE = SendFlags.INLINE
+_RTR, _ERROR = QpState.RTR, QpState.ERROR
+_MODIFIABLE = frozenset(QpAttributes.MODIFIABLE)
 _CAN_SEND = frozenset((QpState.RTS, QpState.ERROR, QpState.SQD))
 
 
@@ -356,23 +358,30 @@ class QueuePair:
         hw = self.hw
         if state not in _TRANSITIONS[hw.state]:
             raise VerbsError(errno.EINVAL, f"modify_qp {hw.state.name} -> {state.name}")
-        if state == QpState.RTR:
+        if state == _RTR:
             if "dest_lid" not in attrs or "dest_qp_num" not in attrs:
                 raise VerbsError(errno.EINVAL, "modify_qp to RTR needs dest_lid and dest_qp_num")
-        changes = []
-        for name, value in attrs.items():
-            if name == "dest_qp_num":
-                hw.dest_qpn = value
-            elif name == "dest_lid":
-                hw.dest_lid = value
-            elif name in QpAttributes.MODIFIABLE:
-                changes.append((name, value))
-            else:
-                raise VerbsError(errno.EINVAL, f"modify_qp: unknown attribute {name}")
-        if changes:
-            hw.nic.modify_attributes(hw, tuple(changes))
-        if state == QpState.ERROR:
-            self.context.nic.to_error(hw, None)
+        if attrs:
+            # all or nothing, as ibv_modify_qp: a bad attribute leaves the QP unchanged
+            changes = []
+            dest_qpn = dest_lid = None
+            for name, value in attrs.items():
+                if name == "dest_qp_num":
+                    dest_qpn = value
+                elif name == "dest_lid":
+                    dest_lid = value
+                elif name in _MODIFIABLE:
+                    changes.append((name, value))
+                else:
+                    raise VerbsError(errno.EINVAL, f"modify_qp: unknown attribute {name}")
+            if dest_qpn is not None:
+                hw.dest_qpn = dest_qpn
+            if dest_lid is not None:
+                hw.dest_lid = dest_lid
+            if changes:
+                hw.nic.modify_attributes(hw, tuple(changes))
+        if state == _ERROR:
+            hw.nic.to_error(hw, None)
         else:
             hw.state = state
 
