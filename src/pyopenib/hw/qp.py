@@ -6,8 +6,9 @@ of the NIC that moves it: ``sq`` (send-queue accounting, verbs' *send queue full
 ``rq`` (posted receives and when each becomes usable), ``wq`` (what the work-queue engine
 processes), ``tx`` (packets ready for the transmit port), ``req`` (the RC requester: MSNs,
 PSNs, messages in flight, the transport timer) and ``resp`` (the RC responder: expected
-PSN, the message being received). The ``HwQp`` itself holds its number, state and peer, and (``QpAttributes``, shared
-between QPs) what ``ibv_create_qp`` and ``ibv_modify_qp`` set.
+PSN, the message being received). The ``HwQp`` itself holds its number, state and
+peer, and (``QpAttributes``, shared between QPs) what ``ibv_create_qp`` and
+``ibv_modify_qp`` set.
 The parts that act on them are in ``nic`` (``work_queue``, ``port``, ``requester``,
 ``responder``)."""
 
@@ -389,8 +390,8 @@ class QpAttributes:
     address: the CQs, the SRQ, the queue depths and the inline limit, the owning
     context's event handler, the path MTU and the retry and timer settings.
 
-    A value, shared: QPs with equal attributes hold one instance (``Nic.attributes``
-    interns them). A job of 1024 ranks has four million QPs and a handful of distinct
+    A value, shared: QPs with equal attributes hold one instance (the NIC interns them:
+    ``Nic.create_qp``, ``Nic.modify_attributes``). A job of 1024 ranks has four million QPs and a handful of distinct
     attribute sets, so twelve slots a QP would be ~100 MB (issue 13). A modify makes
     (or finds) another instance; none is ever changed in place."""
 
