@@ -558,6 +558,10 @@ _ADDRESSES = (
     "host addresses (the allocator's choice, different in another run): the cache's "
     "view walks the owners and each registration's offset in its owner instead"
 )
+_MEMO = (
+    "a memo of answers computed from other state: which questions were asked, and in "
+    "what order, differs between equal states"
+)
 _POOL = (
     "a registered pool's bytes: a payload in it is a function of the program state that "
     "wrote it (walked), and what a receiver reads is checked at delivery"
@@ -601,6 +605,8 @@ _MODEL = {
     "pyopenib.sim.host.HostModel": {},
     "pyopenib.btl.frag.Frag": {"trace_id": TRACE_ID, "_buf": _POOL},
     "pyopenib.btl.frag.FragBuffers": {},
+    "pyopenib.hw.nic.Nic": {"_attributes": _MEMO, "_created": _MEMO, "_modified": _MEMO},
+    "pyopenib.btl.connect.ConnectionSetup": {"_depths": _MEMO},
     "pyopenib.btl.frag.FragChunk": {"array": _POOL},
     "pyopenib.hw.memory.HwMr": {"buffer": _POOL, "view": _POOL},
     "pyopenib.verbs._objects.MemoryRegion": {"buffer": _POOL},
@@ -634,7 +640,6 @@ _WALKED = (
     "pyopenib.verbs._objects.Context",
     "pyopenib.verbs._objects.ProtectionDomain",
     "pyopenib.verbs._objects.QueuePair",
-    "pyopenib.hw.nic.Nic",
     "pyopenib.hw.qp.HwQp",
     "pyopenib.hw.qp.QpAttributes",
     "pyopenib.hw.qp.SendQueue",
@@ -660,7 +665,6 @@ _WALKED = (
     "pyopenib.btl.cluster.OobChannel",
     "pyopenib.btl.credits.CreditFlow",
     "pyopenib.btl.eager_channels.EagerRdmaChannels",
-    "pyopenib.btl.connect.ConnectionSetup",
     "pyopenib.btl.eager_rdma.EagerRdmaRemote",
     "pyopenib.btl.rcache.RegisteredMemory",
     "pyopenib.btl.rcache._Offset",
