@@ -391,8 +391,9 @@ class QpAttributes:
     context's event handler, the path MTU and the retry and timer settings.
 
     A value, shared: QPs with equal attributes hold one instance (the NIC interns them:
-    ``Nic.create_qp``, ``Nic.modify_attributes``). A job of 1024 ranks has four million QPs and a handful of distinct
-    attribute sets, so twelve slots a QP would be ~100 MB (issue 13). A modify makes
+    ``Nic.create_qp``, ``Nic.modify_attributes``). A job of 1024 ranks has four million
+    QPs and a handful of distinct attribute sets, so twelve slots a QP would be ~100 MB
+    (issue 13). A modify makes
     (or finds) another instance; none is ever changed in place."""
 
     __slots__ = (

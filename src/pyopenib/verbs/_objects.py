@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 from collections import deque
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -294,25 +295,12 @@ class QueuePair:
     def context(self) -> Context:
         return self.pd.context
 
-    @property
-    def send_cq(self):
-        return self.hw.send_cq
-
-    @property
-    def recv_cq(self):
-        return self.hw.recv_cq
-
-    @property
-    def max_send_wr(self) -> int:
-        return self.hw.max_send_wr
-
-    @property
-    def max_recv_wr(self) -> int:
-        return self.hw.max_recv_wr
-
-    @property
-    def max_inline(self) -> int:
-        return self.hw.max_inline
+    # what the hardware context holds, read from there
+    send_cq = property(attrgetter("hw.send_cq"))
+    recv_cq = property(attrgetter("hw.recv_cq"))
+    max_send_wr = property(attrgetter("hw.max_send_wr"))
+    max_recv_wr = property(attrgetter("hw.max_recv_wr"))
+    max_inline = property(attrgetter("hw.max_inline"))
 
     @property
     def qp_num(self) -> int:
