@@ -25,6 +25,13 @@ compiling ~40,000 lines of source on every start-up costs ~0.3 s of CPU, which i
 simulator's speed). One untimed run of each side comes first for that reason and to warm
 the file cache.
 
+Where each side's CPU goes: every repeat also runs each side for one round trip, the
+*start-up* (process, imports, platform or device set-up, connection, tear-down), so
+the second table splits a whole run into its start-up and the CPU per message after it,
+and prints the two ceilings they put on the ratio: with a message path that cost
+nothing, pyopenib's whole run would still cost its start-up; with a start-up that cost
+nothing, its messages would still cost what they cost now.
+
 Run: ``.venv/bin/python benchmarks/smpi_ratio.py [round_trips] [repeats]``.
 """
 
@@ -117,12 +124,15 @@ def main(round_trips: int = ROUND_TRIPS, repeats: int = REPEATS) -> dict | None:
     smpi_cmd += ["--log=root.thres:critical", str(binary), str(round_trips)]
     ours_cmd = [PYOPENIB, "run", "-n", "2", "--device", DEVICE]
     ours_cmd += [str(SMPI_DIR / "pingpong.py"), str(round_trips)]
+    commands = {"SMPI": smpi_cmd, "pyopenib": ours_cmd}
     samples: dict[str, list[Sample]] = {"SMPI": [], "pyopenib": []}
-    timed(smpi_cmd[:-1] + ["1"], 2)  # one untimed round trip each: the file cache,
-    timed(ours_cmd[:-1] + ["1"], 2)  # and pyopenib's bytecode
+    startups: dict[str, list[Sample]] = {"SMPI": [], "pyopenib": []}
+    for cmd in commands.values():  # one untimed round trip each: the file cache, and
+        timed(cmd[:-1] + ["1"], 2)  # pyopenib's bytecode
     for _ in range(repeats):
-        samples["SMPI"].append(timed(smpi_cmd, messages))
-        samples["pyopenib"].append(timed(ours_cmd, messages))
+        for name, cmd in commands.items():
+            samples[name].append(timed(cmd, messages))
+            startups[name].append(timed(cmd[:-1] + ["1"], 2))
 
     rates = {}
     table = Table(title=f"8-byte ping-pong, {round_trips:,} round trips, whole process each")
@@ -141,7 +151,34 @@ def main(round_trips: int = ROUND_TRIPS, repeats: int = REPEATS) -> dict | None:
         f"pyopenib / SMPI: {wall_ratio:.2f}x per wall second, {cpu_ratio:.2f}x per CPU "
         f"second (issue 13 target >= {TARGET}x; moonshot 1x)"
     )
-    return {"wall_ratio": wall_ratio, "cpu_ratio": cpu_ratio, "rates": rates}
+    split = cpu_split(samples, startups, messages)
+    return {"wall_ratio": wall_ratio, "cpu_ratio": cpu_ratio, "rates": rates, "split": split}
+
+
+def cpu_split(samples, startups, messages: int) -> dict:
+    """Print and return each side's start-up CPU (a one-round-trip run) and CPU per message
+    after it (median whole run less median start-up, over the other ``messages - 2``),
+    and the ceilings those put on the CPU ratio (module docstring)."""
+    split = {}
+    table = Table(title="Where the CPU goes (medians): start-up and each message after it")
+    for col in ("simulator", "whole run CPU s", "start-up CPU s", "CPU us/msg after it"):
+        table.add_column(col, justify="left" if col == "simulator" else "right")
+    for name in samples:
+        whole = statistics.median(s.cpu_s for s in samples[name])
+        start = statistics.median(s.cpu_s for s in startups[name])
+        per_msg = max(whole - start, 0.0) / (messages - 2)
+        split[name] = (whole, start, per_msg)
+        table.add_row(name, f"{whole:.3f}", f"{start:.3f}", f"{per_msg * 1e6:.2f}")
+    Console(width=120).print(table)
+    smpi_whole = split["SMPI"][0]
+    _, start, per_msg = split["pyopenib"]
+    free_path = smpi_whole / start if start > 0 else float("inf")
+    free_start = smpi_whole / (per_msg * messages) if per_msg > 0 else float("inf")
+    print(
+        f"ceilings on the CPU ratio: {free_path:.2f}x if every message cost nothing "
+        f"(start-up alone), {free_start:.2f}x if the start-up cost nothing (messages alone)"
+    )
+    return split
 
 
 if __name__ == "__main__":
