@@ -66,3 +66,16 @@ def test_message_cost_counts_every_layer_of_one_message():
     assert m["switches"] > 0
     assert {"mpi", "pml", "btl", "verbs", "hw", "sim"} <= set(m["layers"])
     assert m["calls"] == sum(n for n, _ in m["layers"].values())
+
+
+def test_smpi_ratio_splits_a_run_into_its_start_up_and_its_messages(capsys):
+    """The second table: start-up is the one-round-trip run, the rest is per message, and
+    the ceilings are SMPI's whole run over each of pyopenib's two parts."""
+    ratio = _run_all().load("smpi_ratio")
+    runs = {"SMPI": [ratio.Sample(1.0, 0.3, 1.0)], "pyopenib": [ratio.Sample(3.0, 3.0, 1.0)]}
+    starts = {"SMPI": [ratio.Sample(0.1, 0.1, 0.0)], "pyopenib": [ratio.Sample(0.5, 1.0, 0.0)]}
+    split = ratio.cpu_split(runs, starts, 1002)
+    assert split["pyopenib"] == (3.0, 1.0, 2.0 / 1000)
+    out = capsys.readouterr().out
+    assert "0.30x if every message cost nothing" in out
+    assert "0.15x if the start-up cost nothing" in out
