@@ -210,3 +210,39 @@ def test_a_frame_suspended_in_a_c_call_has_one_position_cold_or_warm():
     if sys.version_info[:2] == (3, 11):
         assert cold[0] != warm[0]  # what the fingerprint must not see
     assert cold[1] == warm[1]
+
+
+class _FixedState:
+    """A ``StateCache`` whose every state is one state: events are tokens by issue number."""
+
+    def __init__(self):
+        from pyopenib.check.untimed import StateCache
+
+        self.cache = StateCache(receiver_of, no_timeouts)
+        self.cache.fingerprint = lambda sim: (b"one state", {1: "a", 2: "b", 3: "c"})
+
+    def arrive(self, sleep: set[int]):
+        from pyopenib.check.untimed import UntimedOracle
+
+        oracle = UntimedOracle(cache=self.cache)
+        return oracle._cached(None, [1, 2, 3], {s: set() for s in sleep})
+
+
+def test_a_state_met_again_explores_what_its_first_visit_left_asleep():
+    """Godefroid, Holzmann and Pirottin's rule, which the toy models' final states cannot
+    tell from pruning every revisit (both reach every final state on thousands of random
+    models): a state first explored with ``a`` asleep, met again with nothing asleep,
+    still owes ``a`` and only ``a``; met a third time with ``a`` asleep again, nothing."""
+    from pyopenib.check.untimed import Visited
+
+    state = _FixedState()
+    chosen, explored, backtrack = state.arrive({1})
+    assert (chosen, explored) == (1, [])  # first visit: the first awake event, b
+    chosen, explored, backtrack = state.arrive(set())
+    assert (chosen, explored, backtrack) == (0, [1, 2], {0})  # a, with b and c done
+    assert state.cache.sleeps[b"one state"] == frozenset()
+    assert state.cache.matched == 1
+    with pytest.raises(Visited):
+        state.arrive({1})
+    with pytest.raises(Visited):
+        state.arrive(set())
