@@ -4,7 +4,7 @@ models), and ties are choice points whose nominal answer is the plain run."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from toy_models import (
     AlarmToyFootprints,
@@ -130,8 +130,20 @@ _timed_model = st.lists(
 )
 
 
+_CUT_DIFFERS = [
+    (0, [(0, None, (1, 1, 1))]),
+    (10, [(0, None, (1, 2, 2)), (1, None, (1, 1, 1)), (0, None, (1, 1, 1))]),
+    (0, [(0, None, (1, 2, 2)), (0, None, (4, 8, 8)), (1, None, (1, 1, 1)), (0, 1, (1, 1, 1))]),
+]
+"""A model on which the tie reduction must keep an order of an instant because a
+duration drawn there is cut differently in it (``search._cut_may_differ``): with that
+test disabled the reduced search loses a final state here, while 100 random examples
+found it in only some runs."""
+
+
 @settings(max_examples=100, deadline=None)
 @given(_timed_model, st.integers(1, 2))
+@example(_CUT_DIFFERS, 2)
 def test_pruned_duration_values_lose_no_final_state(model, bound):
     """Bounds timing, K = 1 and 2: the reduced search (ties by persistent sets, last-level
     duration values by their causal future) reaches every final state the search without
