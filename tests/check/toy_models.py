@@ -6,7 +6,8 @@ A model is one list of steps per worker. A step ``(var, spawn)`` updates registe
 ``var`` with a non-commutative update (the order of two workers' steps on one register
 shows in the final state) and, when ``spawn`` names a register, hands a follow-up update
 of it to a fresh helper object: an event created by another, so the searches must also
-get causality right. The runs differ only in where the steps sit in time, which is what
+get causality right (a tuple of registers: a chain of helpers, each created by the one
+before, ``Relay``). The runs differ only in where the steps sit in time, which is what
 each search explores: all at one instant (ties), staggered (the untimed scheduler must
 ignore the instants), or chained by durations (bounds timing).
 """
@@ -36,7 +37,10 @@ class Worker:
     def step(self, k):
         var, spawn = self.steps[k][:2]
         self.write(var)
-        if spawn is not None:
+        if isinstance(spawn, tuple):
+            relay = Relay(self.regs, self.sim, self.spawn_delay)
+            self.sim.schedule(self.spawn_delay, relay.touch, *spawn)
+        elif spawn is not None:
             self.sim.schedule(self.spawn_delay, Helper(self.regs).touch, spawn)
 
     def write(self, var):
@@ -66,6 +70,22 @@ class Helper:
 
     def touch(self, var):
         self.regs[var] = (self.regs[var] * 5 + 2) % 1009
+
+
+class Relay(Helper):
+    """A helper of a chain: a step's ``spawn`` given as a tuple of registers hands the
+    first to a relay, which after its update hands the rest to a fresh relay
+    ``spawn_delay`` later. What a step triggers then reaches past its own children."""
+
+    def __init__(self, regs, sim, delay):
+        super().__init__(regs)
+        self.sim = sim
+        self.delay = delay
+
+    def touch(self, var, *rest):
+        super().touch(var)
+        if rest:
+            self.sim.schedule(self.delay, Relay(self.regs, self.sim, self.delay).touch, *rest)
 
 
 class ToyFootprints:
@@ -285,7 +305,7 @@ class AlarmToyRun(TimedToyRun):
 
 def orders(model) -> int:
     """How many orders of a model's events keep each worker's steps in program order and
-    each helper after its step: the executions of a search that reduces nothing. The
+    each helper after what created it: the executions of a search that reduces nothing. The
     events form a forest (a step is the root of its worker's later steps and of the
     helpers of all of them), whose orders number n! over the product of the sizes of
     every event's subtree."""
@@ -293,8 +313,9 @@ def orders(model) -> int:
     for steps in model:
         below = 0
         for _, spawn in reversed(steps):
-            below += 1 + (spawn is not None)
-            sizes *= below
+            chain = len(spawn) if isinstance(spawn, tuple) else int(spawn is not None)
+            below += 1 + chain
+            sizes *= below * factorial(chain)
         events += below
     return factorial(events) // sizes
 
