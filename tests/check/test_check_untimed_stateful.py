@@ -9,10 +9,19 @@ import pytest
 from greenlet import getcurrent, greenlet
 from hypothesis import given, settings
 from model_runs import CHECK_QUEUES, t3_bibw
-from toy_models import Helper, StaggeredToyRun, Worker, models, no_timeouts, search_untimed
+from toy_models import (
+    Helper,
+    StaggeredToyRun,
+    ToyFootprints,
+    Worker,
+    models,
+    no_timeouts,
+    search_untimed,
+)
 
 from pyopenib.check import fingerprint
 from pyopenib.check.fingerprint import Undeclared, declare, state_fingerprint
+from pyopenib.check.untimed import explore_untimed
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import receiver_of
 
@@ -48,6 +57,73 @@ def test_converging_orders_are_pruned_as_visited():
     _, stateful = search_untimed(model, _SetterRun, stateful=True)
     assert stateful.matched > 0
     assert stateful.executions < stateless.executions
+
+
+class _LoggedWorker(Worker):
+    """A worker that notes its steps in a log the state leaves out (``declare``)."""
+
+    def __init__(self, name, steps, regs, sim, spawn_delay, log):
+        super().__init__(name, steps, regs, sim, spawn_delay)
+        self.log = log
+
+    def step(self, k):
+        self.log.append("a")
+        super().step(k)
+
+
+class _LoggedHelper(Helper):
+    """A helper that notes its update in a log the state leaves out."""
+
+    def __init__(self, regs, log):
+        super().__init__(regs)
+        self.log = log
+
+    def touch(self, var):
+        self.log.append("c")
+        super().touch(var)
+
+
+declare(_LoggedWorker, {"log": "the test's record of the order, not the model's"})
+declare(_LoggedHelper, {"log": "the test's record of the order, not the model's"})
+
+
+def test_a_revisit_with_an_event_awake_runs_its_class_to_the_end_as_the_stateless_search_does():
+    """Worker 0's step a (register 0, at 1) hands register 1 to a helper b (at 2); a
+    helper c updates register 0 at 5, an update that commutes with a's though both
+    touch register 0 (dependent). The first execution runs a, b, c; its sibling a, c
+    reaches the state "a and c ran" with b asleep (b ran first there, and commutes with
+    c). c, a reaches that state again with b awake: Godefroid, Holzmann and Pirottin's
+    rule runs b there, and the class "c before a" is run to its end, as the stateless
+    search runs it. (Pruning that visit loses no final state: b leads to the first
+    execution's state. Under an exact dependence on an acyclic state graph it never
+    does, since a state's first visit is complete when it is met again and a sleeping
+    event's successor is reached from the sibling that put it to sleep: what the rule
+    keeps is the classes, up to converging states.)"""
+    orders_run: dict[bool, set] = {False: set(), True: set()}
+
+    def search(stateful):
+        def run(oracle):
+            sim = Simulator(oracle=oracle)
+            regs, log = [0, 0], []
+            sim.schedule(1, _LoggedWorker(0, [(0, 1)], regs, sim, 1, log).step, 0)
+            sim.schedule(5, _LoggedHelper(regs, log).touch, 0)
+            sim.run()
+            orders_run[stateful].add("".join(log))
+            return True, repr(regs)
+
+        return explore_untimed(
+            run,
+            stop_at_first=False,
+            footprints=ToyFootprints,
+            channels=receiver_of,
+            timeouts=no_timeouts,
+            stateful=stateful,
+        )
+
+    stateless, stateful = search(False), search(True)
+    assert stateful.complete and stateful.matched == 1
+    assert orders_run[True] == orders_run[False] == {"ac", "ca"}
+    assert stateful.executions == stateless.executions == 2
 
 
 class _Undeclared:
