@@ -125,8 +125,8 @@ def main(round_trips: int = ROUND_TRIPS, repeats: int = REPEATS) -> dict | None:
     ours_cmd = [PYOPENIB, "run", "-n", "2", "--device", DEVICE]
     ours_cmd += [str(SMPI_DIR / "pingpong.py"), str(round_trips)]
     commands = {"SMPI": smpi_cmd, "pyopenib": ours_cmd}
-    samples: dict[str, list[Sample]] = {"SMPI": [], "pyopenib": []}
-    startups: dict[str, list[Sample]] = {"SMPI": [], "pyopenib": []}
+    samples: dict[str, list[Sample]] = {name: [] for name in commands}
+    startups: dict[str, list[Sample]] = {name: [] for name in commands}
     for cmd in commands.values():  # one untimed round trip each: the file cache, and
         timed(cmd[:-1] + ["1"], 2)  # pyopenib's bytecode
     for _ in range(repeats):

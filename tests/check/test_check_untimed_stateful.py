@@ -21,7 +21,7 @@ from toy_models import (
 
 from pyopenib.check import fingerprint
 from pyopenib.check.fingerprint import Undeclared, declare, state_fingerprint
-from pyopenib.check.untimed import explore_untimed
+from pyopenib.check.untimed import StateCache, UntimedOracle, Visited, explore_untimed
 from pyopenib.sim import Simulator
 from pyopenib.sim.ties import receiver_of
 
@@ -292,25 +292,19 @@ class _FixedState:
     """A ``StateCache`` whose every state is one state: events are tokens by issue number."""
 
     def __init__(self):
-        from pyopenib.check.untimed import StateCache
-
         self.cache = StateCache(receiver_of, no_timeouts)
         self.cache.fingerprint = lambda sim: (b"one state", {1: "a", 2: "b", 3: "c"})
 
     def arrive(self, sleep: set[int]):
-        from pyopenib.check.untimed import UntimedOracle
-
         oracle = UntimedOracle(cache=self.cache)
         return oracle._cached(None, [1, 2, 3], {s: set() for s in sleep})
 
 
 def test_a_state_met_again_explores_what_its_first_visit_left_asleep():
-    """Godefroid, Holzmann and Pirottin's rule, which the toy models' final states cannot
-    tell from pruning every revisit (both reach every final state on thousands of random
-    models): a state first explored with ``a`` asleep, met again with nothing asleep,
-    still owes ``a`` and only ``a``; met a third time with ``a`` asleep again, nothing."""
-    from pyopenib.check.untimed import Visited
-
+    """Godefroid, Holzmann and Pirottin's rule as the cache applies it (the whole search's
+    view of it is the test of a revisit above): a state first explored with ``a``
+    asleep, met again with nothing asleep, still owes ``a`` and only ``a``; met a third
+    time with ``a`` asleep again, nothing."""
     state = _FixedState()
     chosen, explored, backtrack = state.arrive({1})
     assert (chosen, explored) == (1, [])  # first visit: the first awake event, b
